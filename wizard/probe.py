@@ -1,0 +1,722 @@
+"""Find the parameters a training step does not reach: the seed article's fix 3, done properly.
+
+    from wizard.probe import find_unused_parameters
+    report = find_unused_parameters(model, step, steps=3)  # step(model) -> loss(es)
+    print(report)
+
+Printing the names of parameters whose `.grad is None` after `backward()` is fooled by
+gradients left over from earlier steps and cannot see a parameter reached twice. DDP's
+reducer does not look at `.grad` either: it hangs a hook on every parameter's gradient
+accumulator (the `AccumulateGrad` node of the autograd graph) and counts the hooks that
+fire in an iteration. The probe does the same, on one process, without DDP or an optimizer:
+it runs `backward()` once per loss the step returns, records which accumulators fire, and
+afterwards puts back every `.grad`, buffer and random-number state it found.
+
+torch and rich are imported inside the functions: the rest of ddp-doctor runs without torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import json
+import os
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+EXIT_OK = 0
+EXIT_PROBLEMS_FOUND = 1
+EXIT_CANNOT_PROBE = 3
+
+# Beyond this many rows the table stops growing; `to_dict()` / `--json` still hold them all.
+MAX_TABLE_ROWS = 40
+
+
+# ---------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    """One distinct parameter (a tied parameter appears once, with all its names)."""
+
+    name: str  # the first name `named_parameters()` gives it
+    aliases: tuple[str, ...]  # its other names when tied/shared, else ()
+    module: str  # dotted prefix of `name`: `decoder.aux_head.weight` -> `decoder.aux_head`
+    shape: tuple[int, ...]
+    steps_reached: tuple[int, ...]  # 1-based steps on which its gradient hook fired
+    losses_per_step: tuple[tuple[int, ...], ...] = ()  # per step, the 1-based losses reaching it
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["aliases"] = list(self.aliases)
+        data["shape"] = list(self.shape)
+        data["steps_reached"] = list(self.steps_reached)
+        data["losses_per_step"] = [list(losses) for losses in self.losses_per_step]
+        return data
+
+
+@dataclass(frozen=True)
+class DdpVerdict:
+    """What a real single-process DDP run said about the same step."""
+
+    ran: bool  # False: DDP could not be set up or the step could not run under it
+    error: str | None  # PyTorch's own error text, None when DDP ran clean
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ran": self.ran, "error": self.error}
+
+
+@dataclass(frozen=True)
+class ProbeReport:
+    steps: int
+    trainable_count: int  # distinct trainable parameters
+    never_reached: tuple[ParamInfo, ...]
+    sometimes_reached: tuple[ParamInfo, ...]
+    reached_multiple_times: tuple[ParamInfo, ...]  # by more than one loss within one step
+    frozen: tuple[ParamInfo, ...]  # requires_grad=False: not a problem, listed for completeness
+    unused_modules: tuple[str, ...]  # topmost modules none of whose trainable params is reached
+    ddp_verdict: DdpVerdict | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not (self.never_reached or self.sometimes_reached or self.reached_multiple_times)
+
+    @property
+    def problem_count(self) -> int:
+        return len({p.name for p in self._problem_params()})
+
+    def _problem_params(self) -> tuple[ParamInfo, ...]:
+        return self.never_reached + self.sometimes_reached + self.reached_multiple_times
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "steps": self.steps,
+            "trainable_count": self.trainable_count,
+            "never_reached": [p.to_dict() for p in self.never_reached],
+            "sometimes_reached": [p.to_dict() for p in self.sometimes_reached],
+            "reached_multiple_times": [p.to_dict() for p in self.reached_multiple_times],
+            "frozen": [p.to_dict() for p in self.frozen],
+            "unused_modules": list(self.unused_modules),
+            "ddp_verdict": self.ddp_verdict.to_dict() if self.ddp_verdict else None,
+        }
+
+    def renderable(self, lang: str | None = None, kb=None):
+        """A rich renderable: verdict line, table of problems, hints, frozen note."""
+        return _renderable(self, _lang(lang), kb or _kb())
+
+    def render(self, lang: str | None = None, width: int = 110) -> str:
+        """The report as plain text (no colours), in `lang` (default: the user's locale)."""
+        from rich.console import Console
+
+        console = Console(width=width, color_system=None, force_terminal=False, record=True)
+        with console.capture() as capture:
+            console.print(self.renderable(lang))
+        return capture.get().rstrip() + "\n"
+
+    def __rich__(self):
+        return self.renderable()
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class ProbeError(Exception):
+    """The step cannot be probed. `key` and `fields` name the translated message."""
+
+    def __init__(self, key: str, **fields: object):
+        self.key, self.fields = key, fields
+        super().__init__(key)
+
+    def message(self, lang: str | None = None, kb=None) -> str:
+        from wizard.i18n import tr
+
+        return tr(kb or _kb(), self.key, _lang(lang), **self.fields)
+
+    def __str__(self) -> str:
+        return self.message()
+
+
+# ---------------------------------------------------------------------------- the probe
+
+
+def find_unused_parameters(
+    model,
+    step: Callable[[Any], Any],
+    steps: int = 3,
+    *,
+    confirm_with_ddp: bool = False,
+) -> ProbeReport:
+    """Run `step(model)` `steps` times and report the parameters DDP would complain about.
+
+    `step(model)` returns the loss tensor, or a list/tuple of loss tensors when the real
+    training step calls `backward()` once per loss (a dict works too: its `loss` entry if it
+    has one, else all its values). It must not call `backward()` or step an optimizer itself.
+
+    Nothing is changed: parameters are not touched, every `.grad` is put back as the same
+    tensor object, buffers (BatchNorm statistics) and random-number states are restored.
+    With `confirm_with_ddp=True` the step also runs under a real single-process DDP wrapper
+    (on a copy of the model) and PyTorch's own error text is kept in `report.ddp_verdict`.
+    """
+    import torch  # noqa: F401 - first, so a missing torch fails before anything is touched
+
+    if steps < 1:
+        raise ProbeError("probe_error_steps", steps=steps)
+    params = _distinct_parameters(model)
+    trainable = [entry for entry in params if entry[0].requires_grad]
+    if not trainable:
+        raise ProbeError("probe_error_no_trainable")
+
+    with _model_state_preserved(model, [p for p, _ in params]):
+        hits = _record_accumulator_hooks(model, step, steps, [p for p, _ in trainable])
+        verdict = None
+        if confirm_with_ddp:
+            with _rng_preserved():
+                verdict = _confirm_with_ddp(model, step, steps)
+
+    infos = []
+    for (param, names), losses_by_step in zip(trainable, hits):
+        infos.append(_param_info(param, names, losses_by_step))
+    frozen = tuple(_param_info(p, names, ()) for p, names in params if not p.requires_grad)
+    never = tuple(i for i in infos if not i.steps_reached)
+    sometimes = tuple(i for i in infos if 0 < len(i.steps_reached) < steps)
+    multiple = tuple(i for i in infos if any(len(losses) > 1 for losses in i.losses_per_step))
+    return ProbeReport(
+        steps=steps,
+        trainable_count=len(trainable),
+        never_reached=never,
+        sometimes_reached=sometimes,
+        reached_multiple_times=multiple,
+        frozen=frozen,
+        unused_modules=_unused_modules(infos, {i.name for i in never}),
+        ddp_verdict=verdict,
+    )
+
+
+def _distinct_parameters(model) -> list[tuple[Any, tuple[str, ...]]]:
+    """(parameter, its names) once per Parameter object: tied weights share one entry."""
+    names_by_id: dict[int, list[str]] = {}
+    objects: dict[int, Any] = {}
+    for name, param in model.named_parameters(remove_duplicate=False):
+        names_by_id.setdefault(id(param), []).append(name)
+        objects[id(param)] = param
+    return [(objects[key], tuple(names)) for key, names in names_by_id.items()]
+
+
+def _param_info(param, names: tuple[str, ...], losses_by_step) -> ParamInfo:
+    losses_by_step = tuple(tuple(sorted(losses)) for losses in losses_by_step)
+    return ParamInfo(
+        name=names[0],
+        aliases=names[1:],
+        module=names[0].rpartition(".")[0],
+        shape=tuple(param.shape),
+        steps_reached=tuple(n for n, losses in enumerate(losses_by_step, 1) if losses),
+        losses_per_step=losses_by_step,
+    )
+
+
+def _gradient_accumulator(param):
+    """The `AccumulateGrad` node of a leaf parameter: where DDP's reducer hangs its hook."""
+    import torch
+
+    get_edge = getattr(torch.autograd.graph, "get_gradient_edge", None)
+    if get_edge is not None:
+        return get_edge(param).node
+    with torch.enable_grad():  # older torch: the same trick DDP used, expand/view -> next fn
+        return param.view_as(param).grad_fn.next_functions[0][0]
+
+
+def _record_accumulator_hooks(model, step, steps: int, params: list) -> list[list[set[int]]]:
+    """For each parameter, for each step, the set of 1-based losses whose backward reached it.
+
+    A post-hook on the accumulator fires exactly when autograd executes that node, which is
+    what marks a parameter "ready" in DDP. The accumulator is held only weakly by its
+    parameter, so the list below keeps each node (and the hook on it) alive while probing.
+    """
+    import torch
+
+    hits: list[list[set[int]]] = [[set() for _ in range(steps)] for _ in params]
+    current: dict[str, int] = {}  # step index and loss number of the backward now running
+    accumulators = [_gradient_accumulator(p) for p in params]
+    handles = []
+
+    def on_fire(index: int) -> Callable:
+        def hook(grad_inputs, grad_outputs):
+            if current:  # outside our own backward calls (a user's hook?) nothing counts
+                hits[index][current["step"]].add(current["loss"])
+
+        return hook
+
+    try:
+        for index, node in enumerate(accumulators):
+            handles.append(node.register_hook(on_fire(index)))
+        for step_index in range(steps):
+            step_number = step_index + 1
+            try:
+                with torch.enable_grad():
+                    output = step(model)
+            except ProbeError:
+                raise
+            except Exception as exc:
+                raise ProbeError(
+                    "probe_error_step_failed", step=step_number, error=_one_line(exc)
+                ) from exc
+            losses = _losses_from(output, step_number)
+            for loss_number, (label, loss) in enumerate(losses, 1):
+                if not loss.requires_grad:
+                    raise ProbeError("probe_error_loss_no_grad", loss=label, step=step_number)
+                # A non-scalar loss cannot be backpropagated as is; ones reach the same nodes.
+                seed = None if loss.numel() == 1 else torch.ones_like(loss)
+                current.update(step=step_index, loss=loss_number)
+                try:
+                    # retain_graph: several losses of one step usually share part of a graph
+                    torch.autograd.backward(loss, grad_tensors=seed, retain_graph=True)
+                except Exception as exc:
+                    raise ProbeError(
+                        "probe_error_backward_failed",
+                        loss=label,
+                        step=step_number,
+                        error=_one_line(exc),
+                    ) from exc
+                finally:
+                    current.clear()
+            del output, losses
+            for param in params:  # fresh accumulation next step; the originals come back later
+                param.grad = None
+    finally:
+        for handle in handles:
+            handle.remove()
+    return hits
+
+
+def _losses_from(output, step_number: int) -> list[tuple[str, Any]]:
+    """(label, tensor) per loss the step returned; one entry per `backward()` it stands for."""
+    import torch
+
+    if isinstance(output, torch.Tensor):
+        return [("1", output)]
+    if isinstance(output, dict) and "loss" in output:  # HF / Lightning style outputs
+        return [("loss", _as_loss(output["loss"], step_number))]
+    if isinstance(output, dict):
+        items = [(str(key), value) for key, value in output.items()]
+    elif isinstance(output, (list, tuple)):
+        items = [(str(number), value) for number, value in enumerate(output, 1)]
+    else:
+        raise ProbeError("probe_error_not_a_loss", step=step_number, kind=_kind(output))
+    if not items:
+        raise ProbeError("probe_error_no_losses", step=step_number)
+    return [(label, _as_loss(value, step_number)) for label, value in items]
+
+
+def _as_loss(value, step_number: int):
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        raise ProbeError("probe_error_not_a_loss", step=step_number, kind=_kind(value))
+    return value
+
+
+def _unused_modules(infos: list[ParamInfo], never: set[str]) -> tuple[str, ...]:
+    """The topmost modules all of whose trainable parameters are never reached."""
+
+    def under(name: str, module: str) -> bool:
+        return module == "" or name.startswith(module + ".")
+
+    def prefixes(name: str) -> list[str]:
+        parts = name.split(".")[:-1]
+        return [""] + [".".join(parts[: n + 1]) for n in range(len(parts))]
+
+    candidates = {
+        m for info in infos if info.name in never for n in info.names for m in prefixes(n)
+    }
+    unused = {
+        module
+        for module in candidates
+        if all(info.name in never for info in infos if any(under(n, module) for n in info.names))
+    }
+    topmost = [m for m in unused if not any(o != m and under(m, o) for o in unused)]
+    order = {info.module: index for index, info in enumerate(infos)}  # model order, not a-z
+    return tuple(sorted(topmost, key=lambda m: (min(_order_of(m, order)), m)))
+
+
+def _order_of(module: str, order: dict[str, int]) -> list[int]:
+    found = [i for name, i in order.items() if name == module or name.startswith(module + ".")]
+    return found or [len(order)]
+
+
+# ---------------------------------------------------------------------------- state
+
+
+@contextlib.contextmanager
+def _model_state_preserved(model, params: list) -> Iterator[None]:
+    """Put back every `.grad` (the same objects), every buffer's values and the RNG states.
+
+    `.grad` is set to None before probing so that autograd accumulates into new tensors and
+    never adds in place into a tensor the user still holds.
+    """
+    import torch
+
+    saved_grads = [p.grad for p in params]
+    buffers = [(b, b.detach().clone()) for b in model.buffers()]  # BatchNorm running stats
+    for param in params:
+        param.grad = None
+    try:
+        with _rng_preserved():
+            yield
+    finally:
+        for param, grad in zip(params, saved_grads):
+            param.grad = grad
+        with torch.no_grad():
+            for buffer, values in buffers:
+                buffer.copy_(values)
+
+
+@contextlib.contextmanager
+def _rng_preserved() -> Iterator[None]:
+    """Dropout and random data consume random numbers; the user's sequence must not shift."""
+    import random
+
+    import torch
+
+    python_state = random.getstate()
+    torch_state = torch.get_rng_state()
+    cuda_states = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    numpy = sys.modules.get("numpy")
+    numpy_state = numpy.random.get_state() if numpy is not None else None
+    try:
+        yield
+    finally:
+        random.setstate(python_state)
+        torch.set_rng_state(torch_state)
+        if cuda_states is not None:
+            torch.cuda.set_rng_state_all(cuda_states)
+        if numpy_state is not None:
+            numpy.random.set_state(numpy_state)
+
+
+# ---------------------------------------------------------------------------- DDP check
+
+
+def _confirm_with_ddp(model, step, steps: int) -> DdpVerdict:
+    """Run the step under single-process DDP (gloo, world_size=1) on a copy of the model.
+
+    DDP with one process raises the same errors as a multi-process job. The error for
+    unreached parameters appears at the forward *after* the faulty backward, hence one
+    extra step. TORCH_DISTRIBUTED_DEBUG=INFO is set for the run so PyTorch names them.
+    """
+    import copy
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    if not dist.is_available():
+        return DdpVerdict(ran=False, error="torch.distributed is not available")
+    if dist.is_initialized():
+        return DdpVerdict(ran=False, error=_kb_text("probe_ddp_group_exists"))
+    previous_level = dist.get_debug_level()
+    dist.set_debug_level(dist.DebugLevel.INFO)
+    try:
+        dist.init_process_group(
+            "gloo",
+            init_method=f"tcp://127.0.0.1:{_free_port()}",
+            rank=0,
+            world_size=1,
+            timeout=timedelta(seconds=60),
+        )
+    except Exception as exc:
+        dist.set_debug_level(previous_level)
+        return DdpVerdict(ran=False, error=_one_line(exc))
+    try:
+        try:
+            replica = copy.deepcopy(model)  # DDP hooks and grads stay off the user's model
+            wrapped = DistributedDataParallel(replica)
+        except Exception as exc:
+            return DdpVerdict(ran=False, error=_one_line(exc))
+        for step_number in range(1, steps + 2):
+            try:
+                with torch.enable_grad():
+                    output = step(wrapped)
+                for _, loss in _losses_from(output, step_number):
+                    seed = None if loss.numel() == 1 else torch.ones_like(loss)
+                    torch.autograd.backward(loss, grad_tensors=seed, retain_graph=True)
+            except RuntimeError as exc:  # DDP's reducer errors are RuntimeErrors
+                return DdpVerdict(ran=True, error=str(exc).strip())
+            except Exception as exc:  # e.g. the step reads `model.encoder`, which DDP hides
+                return DdpVerdict(ran=False, error=_one_line(exc))
+        return DdpVerdict(ran=True, error=None)
+    finally:
+        dist.destroy_process_group()
+        dist.set_debug_level(previous_level)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# ---------------------------------------------------------------------------- rendering
+
+
+def _kb():
+    from wizard import kb
+
+    return kb.load()
+
+
+def _lang(lang: str | None) -> str:
+    from wizard.i18n import resolve_lang
+
+    return resolve_lang(lang)
+
+
+def _kb_text(key: str, **fields: object) -> str:
+    from wizard.i18n import tr
+
+    return tr(_kb(), key, _lang(None), **fields)
+
+
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def _styled(text: str, style: str = ""):
+    """Rich Text with `code` spans highlighted; never markup (names may hold brackets)."""
+    from rich.text import Text
+
+    result = Text(style=style)
+    position = 0
+    for match in _CODE_SPAN.finditer(text):
+        result.append(text[position : match.start()])
+        result.append(match.group(0), style="bold cyan")  # keep the backticks: plain text too
+        position = match.end()
+    result.append(text[position:])
+    return result
+
+
+def _renderable(report: ProbeReport, lang: str, kb):
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    from wizard.i18n import tr
+
+    def t(key: str, **fields: object) -> str:
+        return tr(kb, key, lang, **fields)
+
+    separator = t("probe_list_separator")
+    parts: list = []
+    if report.ok:
+        verdict = t("probe_verdict_ok", count=report.trainable_count, steps=report.steps)
+        parts.append(_styled(verdict, "bold green"))
+    else:
+        details = [
+            t(key, count=len(group))
+            for key, group in (
+                ("probe_count_never", report.never_reached),
+                ("probe_count_sometimes", report.sometimes_reached),
+                ("probe_count_multiple", report.reached_multiple_times),
+            )
+            if group
+        ]
+        verdict = t(
+            "probe_verdict_problems",
+            problems=report.problem_count,
+            count=report.trainable_count,
+            details=separator.join(details),
+        )
+        parts.append(_styled(verdict, "bold red"))
+        parts.append(_problem_table(report, t, separator, Table, Text))
+        if report.unused_modules:
+            modules = separator.join(m or t("probe_root_module") for m in report.unused_modules)
+            parts.append(_styled(t("probe_unused_modules", modules=modules), "bold"))
+        for key, group in (
+            ("probe_hint_never", report.never_reached),
+            ("probe_hint_sometimes", report.sometimes_reached),
+            ("probe_hint_multiple", report.reached_multiple_times),
+        ):
+            if group:
+                parts.append(_styled("• " + t(key)))
+    if report.frozen:
+        modules = sorted({p.module or t("probe_root_module") for p in report.frozen})
+        shown = separator.join(modules[:8]) + ("…" if len(modules) > 8 else "")
+        note = t("probe_frozen_note", count=len(report.frozen), modules=shown)
+        parts.append(_styled(note, "dim"))
+    if report.ddp_verdict is not None:
+        parts.append(_styled(t("probe_ddp_title"), "bold"))
+        verdict = report.ddp_verdict
+        if not verdict.ran:
+            parts.append(_styled(t("probe_ddp_unavailable", error=verdict.error), "yellow"))
+        elif verdict.error is None:
+            parts.append(_styled(t("probe_ddp_clean", steps=report.steps + 1), "green"))
+        else:
+            parts.append(Text(verdict.error, style="red"))
+    return Group(*parts)
+
+
+def _problem_table(report: ProbeReport, t, separator: str, Table, Text):
+    table = Table(title=t("probe_title", steps=report.steps), title_justify="left")
+    for key in ("probe_col_problem", "probe_col_param", "probe_col_module", "probe_col_shape"):
+        table.add_column(t(key))
+    table.add_column(t("probe_col_steps"))
+    rows = []
+    for kind, style, group in (
+        ("probe_kind_never", "red", report.never_reached),
+        ("probe_kind_sometimes", "yellow", report.sometimes_reached),
+        ("probe_kind_multiple", "magenta", report.reached_multiple_times),
+    ):
+        for info in group:
+            rows.append((kind, style, info))
+    for kind, style, info in rows[:MAX_TABLE_ROWS]:
+        name = Text(info.name)
+        if info.aliases:
+            name.append("\n" + t("probe_tied", names=separator.join(info.aliases)), style="dim")
+        if kind == "probe_kind_multiple":
+            reached = "\n".join(
+                t("probe_steps_losses", step=n, losses="+".join(map(str, losses)))
+                for n, losses in enumerate(info.losses_per_step, 1)
+                if len(losses) > 1
+            )
+        else:
+            reached = ", ".join(map(str, info.steps_reached)) or t("probe_steps_none")
+        table.add_row(
+            Text(t(kind), style=style),
+            name,
+            Text(info.module or t("probe_root_module")),
+            Text("×".join(map(str, info.shape)) or "()"),
+            Text(reached),
+        )
+    if len(rows) > MAX_TABLE_ROWS:
+        table.caption = t("probe_more_rows", count=len(rows) - MAX_TABLE_ROWS)
+    return table
+
+
+# ---------------------------------------------------------------------------- CLI entry
+
+
+class _TargetError(Exception):
+    def __init__(self, key: str, **fields: object):
+        self.key, self.fields = key, fields
+        super().__init__(key)
+
+
+def run_probe_command(target: str, steps: int, lang: str, as_json: bool, kb) -> int:
+    """`ddp-doctor probe module.path:factory`: import, probe, print; return the exit code.
+
+    `factory()` returns `(model, step)`. Exit codes: 0 nothing wrong, 1 parameters DDP would
+    complain about, 3 the target cannot be probed (import or factory fails, torch missing,
+    the step fails). Failures print one translated line on stderr, never a traceback.
+    """
+    from wizard.i18n import resolve_lang, tr
+
+    lang = resolve_lang(lang)
+
+    def fail(key: str, **fields: object) -> int:
+        print(tr(kb, key, lang, **fields), file=sys.stderr)
+        return EXIT_CANNOT_PROBE
+
+    try:
+        import torch
+    except ImportError:
+        return fail("probe_cli_no_torch", python=sys.executable)
+    try:
+        factory, factory_name = _load_factory(target)
+    except _TargetError as exc:
+        return fail(exc.key, **exc.fields)
+    try:
+        made = factory()
+    except (Exception, SystemExit) as exc:
+        return fail("probe_cli_factory_failed", factory=factory_name, error=_one_line(exc))
+    if not (
+        isinstance(made, (tuple, list))
+        and len(made) == 2
+        and isinstance(made[0], torch.nn.Module)
+        and callable(made[1])
+    ):
+        return fail("probe_cli_bad_factory_result", factory=factory_name, kind=_kind(made))
+    model, step = made
+    try:
+        report = find_unused_parameters(model, step, steps=steps)
+    except ProbeError as exc:
+        return fail(exc.key, **exc.fields)
+
+    if as_json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        from rich.console import Console
+
+        Console(file=sys.stdout, highlight=False).print(report.renderable(lang, kb))
+    return EXIT_OK if report.ok else EXIT_PROBLEMS_FOUND
+
+
+def _load_factory(target: str) -> tuple[Callable, str]:
+    location, _, factory_name = target.rpartition(":")
+    if not location or not factory_name.isidentifier():
+        raise _TargetError("probe_cli_bad_target", target=target)
+    cwd = os.getcwd()
+    if cwd not in sys.path:  # `ddp-doctor probe mypkg.models:make` from the project root
+        sys.path.insert(0, cwd)
+    try:
+        if location.endswith(".py") or "/" in location or os.sep in location:
+            module = _import_file(Path(location))
+        else:
+            module = importlib.import_module(location)
+    except _TargetError:
+        raise
+    except (Exception, SystemExit) as exc:  # SyntaxError, ImportError, a script's argparse...
+        raise _TargetError(
+            "probe_cli_import_failed", module=location, error=_one_line(exc)
+        ) from None
+    factory = getattr(module, factory_name, None)
+    if not callable(factory):
+        raise _TargetError("probe_cli_no_factory", module=location, factory=factory_name)
+    return factory, factory_name
+
+
+def _import_file(path: Path):
+    path = path.expanduser().resolve()
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    # The file's own directory too, so `import sibling` inside it works as in `python file.py`.
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
+    name = "_ddp_doctor_probe_target_" + re.sub(r"\W", "_", path.stem)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"not a Python file: {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look the module up by name
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    message = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    return message if len(message) <= 300 else message[:297] + "..."
+
+
+def _kind(value: object) -> str:
+    """A language-neutral description of what was returned instead, for error messages."""
+    if isinstance(value, (tuple, list, dict)):
+        return f"`{type(value).__name__}` (len {len(value)})"
+    return f"`{type(value).__name__}`"
