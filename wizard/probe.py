@@ -33,6 +33,11 @@ EXIT_OK = 0
 EXIT_PROBLEMS_FOUND = 1
 EXIT_CANNOT_PROBE = 3
 
+# List punctuation, not words (so not in the messages file): Chinese separates clauses with
+# a full-width comma. Lists of code names (modules, parameters) use ", " in both languages.
+_CLAUSE_SEPARATOR = {"en": ", ", "zh": "，"}
+_NAME_SEPARATOR = ", "
+
 # Beyond this many rows the table stops growing; `to_dict()` / `--json` still hold them all.
 MAX_TABLE_ROWS = 40
 
@@ -516,7 +521,7 @@ def _renderable(report: ProbeReport, lang: str, kb):
     def t(key: str, **fields: object) -> str:
         return tr(kb, key, lang, **fields)
 
-    separator = t("probe_list_separator")
+    separator = _NAME_SEPARATOR
     parts: list = []
     if report.ok:
         verdict = t("probe_verdict_ok", count=report.trainable_count, steps=report.steps)
@@ -535,7 +540,7 @@ def _renderable(report: ProbeReport, lang: str, kb):
             "probe_verdict_problems",
             problems=report.problem_count,
             count=report.trainable_count,
-            details=separator.join(details),
+            details=_CLAUSE_SEPARATOR.get(lang, ", ").join(details),
         )
         parts.append(_styled(verdict, "bold red"))
         parts.append(_problem_table(report, t, separator, Table, Text))
