@@ -1,0 +1,348 @@
+"""Facts -> ranked causes -> fixes, and which question to ask next.
+
+Pure functions over the knowledge base: no terminal, no I/O, so every decision the
+interview makes can be tested by feeding facts in. Causes are scored in log-odds (prior
+plus the weights of the evidence that holds) and turned into probabilities with a softmax;
+the next question is the one whose answers would leave the least uncertainty (expected
+entropy) about the cause.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from wizard.kb import Cause, Fix, KnowledgeBase, Option, Question, Text
+from wizard.triage import Finding, TriageResult
+
+DEFAULT_SETTINGS = {
+    "lead_probability": 0.6,  # one cause "clearly leads" above this ...
+    "lead_margin": 0.3,  # ... and this far ahead of the next
+    "max_questions": 4,
+    "shown_causes": 3,
+    "shown_fixes": 4,
+}
+UNSURE = "unsure"
+FRAMEWORK_FACT = "framework"
+DEFAULT_FRAMEWORK = "pytorch"
+
+
+# ---------------------------------------------------------------------------- conditions
+
+
+def condition_holds(condition: Mapping[str, Any] | None, facts: Mapping[str, Any]) -> bool:
+    """Evaluate a rules condition (see rules/README.md) against the known facts."""
+    if not condition:
+        return True
+    for key, expected in condition.items():
+        if key == "any":
+            if not any(condition_holds(c, facts) for c in expected):
+                return False
+        elif not _value_holds(key in facts, facts.get(key), expected):
+            return False
+    return True
+
+
+def _value_holds(known: bool, value: Any, expected: Any) -> bool:
+    if isinstance(expected, Mapping):
+        if "known" in expected and known != expected["known"]:
+            return False
+        if "not" in expected:
+            excluded = expected["not"] if isinstance(expected["not"], list) else [expected["not"]]
+            return known and value not in excluded
+        return True
+    if not known:
+        return False
+    if isinstance(expected, list):
+        return value in expected
+    return value == expected
+
+
+# ---------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class RankedCause:
+    cause: Cause
+    probability: float
+    score: float  # log-odds, before normalisation
+    reasons: tuple[Text, ...]  # of the evidence that raised it, strongest first
+
+    @property
+    def id(self) -> str:
+        return self.cause.id
+
+
+@dataclass(frozen=True)
+class RankedFix:
+    fix: Fix
+    score: float
+    for_causes: tuple[str, ...]
+    avoided: bool = False  # recommended by a likely cause but wrong here: show the warning
+
+    @property
+    def id(self) -> str:
+        return self.fix.id
+
+
+@dataclass(frozen=True)
+class AskedQuestion:
+    """A question as put to the user: a rules question, instantiated for one module."""
+
+    question: Question
+    key: str  # the id in --answers files: `id`, or `id:module` for per-module questions
+    fields: Mapping[str, str] = field(default_factory=dict)  # placeholders in its texts
+
+    @property
+    def options(self) -> tuple[Option, ...]:
+        return self.question.options
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    findings: tuple[Finding, ...]
+    facts: Mapping[str, Any]
+    causes: tuple[RankedCause, ...]
+    fixes: tuple[RankedFix, ...]
+    diagnostics: tuple[RankedFix, ...]
+    avoided: tuple[RankedFix, ...]
+    unused_modules: tuple[str, ...]
+    answers: Mapping[str, str]
+    framework: str
+    confident: bool  # one cause clearly leads
+
+    @property
+    def family(self) -> str | None:
+        return self.facts.get("family")
+
+
+# ---------------------------------------------------------------------------- ranking
+
+
+def settings(kb: KnowledgeBase) -> dict[str, Any]:
+    return {**DEFAULT_SETTINGS, **dict(kb.engine)}
+
+
+def rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCause, ...]:
+    scored = []
+    for cause in kb.causes:
+        score = cause.prior
+        fired = []
+        for evidence in cause.evidence:
+            if condition_holds(evidence.when, facts):
+                score += evidence.weight
+                if evidence.reason is not None and evidence.weight > 0:
+                    fired.append((evidence.weight, evidence.reason))
+        fired.sort(key=lambda pair: -pair[0])
+        scored.append((cause, score, tuple(reason for _, reason in fired)))
+    top = max((s for _, s, _ in scored), default=0.0)
+    weights = [math.exp(s - top) for _, s, _ in scored]
+    total = sum(weights) or 1.0
+    ranked = [
+        RankedCause(cause, w / total, s, reasons) for (cause, s, reasons), w in zip(scored, weights)
+    ]
+    order = {c.id: i for i, c in enumerate(kb.causes)}
+    ranked.sort(key=lambda r: (-r.probability, order[r.id]))
+    return tuple(ranked)
+
+
+def leads_clearly(kb: KnowledgeBase, ranked: tuple[RankedCause, ...]) -> bool:
+    if not ranked:
+        return False
+    conf = settings(kb)
+    second = ranked[1].probability if len(ranked) > 1 else 0.0
+    return (
+        ranked[0].probability >= conf["lead_probability"]
+        and ranked[0].probability - second >= conf["lead_margin"]
+    )
+
+
+def plan_fixes(
+    kb: KnowledgeBase, ranked: tuple[RankedCause, ...], facts: Mapping[str, Any]
+) -> tuple[tuple[RankedFix, ...], tuple[RankedFix, ...], tuple[RankedFix, ...]]:
+    """(fixes, diagnostics, avoided) for the likely causes, best first.
+
+    A fix's score is the best over the causes that list it of the cause's probability,
+    discounted by the fix's position in that cause's list (the order to try them).
+    """
+    scores: dict[str, float] = {}
+    owners: dict[str, list[str]] = {}
+    cumulative = 0.0
+    for ranked_cause in ranked:
+        if cumulative >= 0.95 and ranked_cause.probability < 0.05:
+            break
+        cumulative += ranked_cause.probability
+        for position, fix_id in enumerate(ranked_cause.cause.fixes):
+            score = ranked_cause.probability * (0.8**position)
+            scores[fix_id] = max(scores.get(fix_id, 0.0), score)
+            owners.setdefault(fix_id, []).append(ranked_cause.id)
+    fixes, diagnostics, avoided = [], [], []
+    for fix_id, score in sorted(scores.items(), key=lambda item: -item[1]):
+        fix = kb.fixes[fix_id]
+        avoid = fix.avoid_when is not None and condition_holds(fix.avoid_when, facts)
+        entry = RankedFix(fix, score, tuple(owners[fix_id]), avoided=avoid)
+        if avoid:
+            avoided.append(entry)
+        elif fix.kind == "diagnostic":
+            diagnostics.append(entry)
+        else:
+            fixes.append(entry)
+    return tuple(fixes), tuple(diagnostics), tuple(avoided)
+
+
+# ---------------------------------------------------------------------------- questions
+
+
+def instantiate(kb: KnowledgeBase, modules: Iterable[str]) -> list[AskedQuestion]:
+    """Every question as it could be asked, per-module ones once per revealed module."""
+    modules = list(modules)
+    asked: list[AskedQuestion] = []
+    for question in kb.questions:
+        if question.for_each == "unused_modules":
+            for module in modules[: question.limit]:
+                asked.append(AskedQuestion(question, f"{question.id}:{module}", {"module": module}))
+        else:
+            asked.append(AskedQuestion(question, question.id))
+    return asked
+
+
+def is_open(asked: AskedQuestion, facts: Mapping[str, Any], answered: Iterable[str]) -> bool:
+    """Still worth asking: not answered, its fact unknown, its condition true."""
+    question = asked.question
+    if asked.key in answered:
+        return False
+    if question.fact and question.for_each is None and question.fact in facts:
+        return False
+    return condition_holds(question.ask_when, facts)
+
+
+def apply_answer(
+    facts: Mapping[str, Any], asked: AskedQuestion, value: str
+) -> dict[str, Any] | None:
+    """The facts after answering; None if `value` is not one of the question's options."""
+    question = asked.question
+    if question.kind == "text":
+        return dict(facts)
+    option = next((o for o in question.options if o.value == value), None)
+    if option is None:
+        return None
+    return {**facts, **option.sets}
+
+
+def _entropy(ranked: tuple[RankedCause, ...]) -> float:
+    return -sum(r.probability * math.log(r.probability) for r in ranked if r.probability > 0)
+
+
+def expected_entropy(kb: KnowledgeBase, facts: Mapping[str, Any], asked: AskedQuestion) -> float:
+    """Mean entropy over the cause distribution after each informative answer."""
+    outcomes = [o for o in asked.options if o.sets]
+    if not outcomes:
+        return math.inf
+    return sum(_entropy(rank_causes(kb, {**facts, **o.sets})) for o in outcomes) / len(outcomes)
+
+
+def next_question(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    answered: Iterable[str],
+    modules: Iterable[str] = (),
+    asked_count: int = 0,
+) -> AskedQuestion | None:
+    """The question to ask now, or None when the interview is over."""
+    answered = set(answered)
+    conf = settings(kb)
+    if asked_count >= conf["max_questions"]:
+        return None
+    candidates = [a for a in instantiate(kb, modules) if is_open(a, facts, answered)]
+    tailoring = [a for a in candidates if a.question.purpose == "tailor"]
+    diagnostic = [a for a in candidates if a.question.purpose == "diagnose"]
+    # keep the last slot for tailoring (the framework) when it is still unknown
+    diagnose_budget = conf["max_questions"] - (1 if tailoring else 0)
+    ranked = rank_causes(kb, facts)
+    if diagnostic and asked_count < diagnose_budget and not leads_clearly(kb, ranked):
+        current = _entropy(ranked)
+        scored = [(expected_entropy(kb, facts, a), i, a) for i, a in enumerate(diagnostic)]
+        best_entropy, _, best = min(scored, key=lambda item: (item[0], item[1]))
+        if best_entropy < current - 1e-6:
+            return best
+    return tailoring[0] if tailoring else None
+
+
+# ---------------------------------------------------------------------------- free text
+
+
+def facts_from_text(kb: KnowledgeBase, description: str) -> dict[str, Any]:
+    """Facts implied by a free-text description ("我在一个循环里调用了两次 backward")."""
+    lowered = _fold(description)
+    facts: dict[str, Any] = {}
+    for keyword in kb.keywords:
+        hit = any(_fold(s) in lowered for s in keyword.substrings) or any(
+            r.search(description) for r in keyword.regexes
+        )
+        if hit:
+            facts.update(keyword.sets)
+    return facts
+
+
+_SPACES = re.compile(r"\s+")
+
+
+def _fold(text: str) -> str:
+    """Case- and space-insensitive matching: users type `两次backward` and `两次 backward`."""
+    return _SPACES.sub("", text.lower())
+
+
+# ---------------------------------------------------------------------------- diagnosis
+
+
+def resolve_answers(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    answers: Mapping[str, str],
+    modules: Iterable[str] = (),
+) -> tuple[dict[str, Any], list[str]]:
+    """Apply --answers in the rules' order; returns the facts and the unknown keys/values."""
+    facts = dict(facts)
+    problems: list[str] = []
+    questions = instantiate(kb, modules)
+    known_keys = {a.key for a in questions} | {a.question.id for a in questions}
+    problems += [key for key in answers if key not in known_keys]
+    for asked in questions:
+        value = answers.get(asked.key, answers.get(asked.question.id))
+        if value is None:
+            continue
+        updated = apply_answer(facts, asked, str(value))
+        if updated is None:
+            problems.append(f"{asked.key}={value}")
+        else:
+            facts = updated
+    return facts, problems
+
+
+def diagnose(
+    kb: KnowledgeBase,
+    triage: TriageResult | None = None,
+    facts: Mapping[str, Any] | None = None,
+    answers: Mapping[str, str] | None = None,
+) -> Diagnosis:
+    """The report: ranked causes and fixes for what the text and the answers tell."""
+    all_facts = dict(triage.facts) if triage else {}
+    all_facts.update(facts or {})
+    ranked = rank_causes(kb, all_facts)
+    conf = settings(kb)
+    fixes, diagnostics, avoided = plan_fixes(kb, ranked[: conf["shown_causes"]], all_facts)
+    return Diagnosis(
+        findings=triage.findings if triage else (),
+        facts=all_facts,
+        causes=ranked,
+        fixes=fixes,
+        diagnostics=diagnostics,
+        avoided=avoided,
+        unused_modules=triage.unused_modules if triage else (),
+        answers=dict(answers or {}),
+        framework=str(all_facts.get(FRAMEWORK_FACT, DEFAULT_FRAMEWORK)),
+        confident=leads_clearly(kb, ranked),
+    )

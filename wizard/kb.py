@@ -1,0 +1,471 @@
+"""Load the YAML knowledge base into typed, frozen objects.
+
+The rules are read once per process. Parsing YAML is the slowest part of start-up, so the
+validated raw data is cached as JSON, keyed by the rules files' bytes (see `_cache_path`);
+a changed rules file simply misses the cache. A broken rules file raises `RulesError` with
+the file, the line and what is wrong, never a traceback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from wizard import __version__
+from wizard.rules_check import check_rules
+
+LANGS = ("en", "zh")
+RULE_FILES = ("signatures.yaml", "causes.yaml", "fixes.yaml", "questions.yaml")
+MESSAGES_DIR = "messages"
+RULES_ENV = "DDP_DOCTOR_RULES"
+
+
+class RulesError(Exception):
+    """A rules file is broken. `str()` is one line: file:line: what is wrong."""
+
+    def __init__(self, file: str, line: int | None, message: str):
+        self.file, self.line, self.message = file, line, message
+        where = f"{file}:{line}" if line else file
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass(frozen=True)
+class Text:
+    en: str
+    zh: str
+
+    def get(self, lang: str) -> str:
+        return self.zh if lang == "zh" else self.en
+
+
+@dataclass(frozen=True)
+class Example:
+    text: str | None = None
+    file: str | None = None  # relative to tests/
+
+
+@dataclass(frozen=True)
+class FactRule:
+    pattern: re.Pattern
+    sets: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Family:
+    id: str
+    severity: str
+    title: Text
+    summary: Text
+    anchors: tuple[str, ...]
+    patterns: tuple[re.Pattern, ...]
+    sets: Mapping[str, Any]
+    facts: tuple[FactRule, ...]
+    positive: tuple[Example, ...]
+    negative: tuple[Example, ...]
+
+
+@dataclass(frozen=True)
+class Extractor:
+    field: str
+    pattern: re.Pattern
+    split: str | None = None
+
+
+@dataclass(frozen=True)
+class Hint:
+    """A regex over the log around an error that implies facts (framework, checkpointing...)."""
+
+    pattern: re.Pattern
+    sets: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    when: Mapping[str, Any]
+    weight: float
+    reason: Text | None
+
+
+@dataclass(frozen=True)
+class Cause:
+    id: str
+    title: Text
+    explanation: Text
+    prior: float
+    evidence: tuple[Evidence, ...]
+    fixes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Snippet:
+    language: str
+    code: Text
+
+
+@dataclass(frozen=True)
+class Fix:
+    id: str
+    kind: str  # fix | diagnostic
+    title: Text
+    why: Text
+    cost: Text | None
+    snippets: Mapping[str, Snippet]
+    avoid_when: Mapping[str, Any] | None
+    warning: Text | None
+
+
+@dataclass(frozen=True)
+class Option:
+    value: str
+    label: Text
+    sets: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    kind: str  # select | text
+    purpose: str  # diagnose | tailor
+    text: Text
+    help: Text | None
+    fact: str | None
+    ask_when: Mapping[str, Any] | None
+    for_each: str | None
+    limit: int
+    options: tuple[Option, ...]
+
+
+@dataclass(frozen=True)
+class Keyword:
+    substrings: tuple[str, ...]  # lower-cased
+    regexes: tuple[re.Pattern, ...]
+    sets: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class KnowledgeBase:
+    families: tuple[Family, ...]
+    extractors: tuple[Extractor, ...]
+    hints: tuple[Hint, ...]
+    causes: tuple[Cause, ...]
+    fixes: Mapping[str, Fix]
+    questions: tuple[Question, ...]
+    keywords: tuple[Keyword, ...]
+    messages: Mapping[str, Text]
+    line_prefixes: tuple[re.Pattern, ...] = ()
+    library_paths: re.Pattern = re.compile(r"(?!)")
+    engine: Mapping[str, Any] = field(default_factory=dict)
+
+    def family(self, family_id: str) -> Family | None:
+        return next((f for f in self.families if f.id == family_id), None)
+
+    def cause(self, cause_id: str) -> Cause | None:
+        return next((c for c in self.causes if c.id == cause_id), None)
+
+    def question(self, question_id: str) -> Question | None:
+        return next((q for q in self.questions if q.id == question_id), None)
+
+
+# ---------------------------------------------------------------------------- locating
+
+
+def builtin_rules_dir() -> Path:
+    """The rules shipped with the package: `wizard/rules` in a wheel, `rules/` in a checkout."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "rules"
+    return packaged if packaged.is_dir() else here.parent / "rules"
+
+
+def _rule_paths(rules_dir: Path) -> list[Path]:
+    paths = [rules_dir / name for name in RULE_FILES if (rules_dir / name).is_file()]
+    messages = rules_dir / MESSAGES_DIR
+    if messages.is_dir():
+        paths += sorted(messages.glob("*.yaml"))
+    return paths
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+def _read_yaml(path: Path) -> Any:
+    import yaml  # lazily: a cache hit never needs PyYAML
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~11x faster
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RulesError(str(path), None, f"cannot read: {exc}") from None
+    try:
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader, never the full one
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise RulesError(str(path), line, f"invalid YAML: {problem}") from None
+
+
+def _merge_by_id(base: list, extra: list) -> list:
+    """User rules extend the built-in ones; an entry with an existing id replaces it."""
+    ids = {item.get("id"): i for i, item in enumerate(base) if isinstance(item, dict)}
+    merged = list(base)
+    for item in extra:
+        key = item.get("id") if isinstance(item, dict) else None
+        if key is not None and key in ids:
+            merged[ids[key]] = item
+        else:
+            merged.append(item)
+    return merged
+
+
+def _read_raw(rules_dirs: list[Path]) -> dict[str, Any]:
+    """Read and merge every rules file; validate each file before merging."""
+    raw: dict[str, Any] = {"messages": {}}
+    for rules_dir in rules_dirs:
+        for path in _rule_paths(rules_dir):
+            data = _read_yaml(path)
+            kind = "messages" if path.parent.name == MESSAGES_DIR else path.stem
+            problem = check_rules(kind, data)
+            if problem is not None:
+                where, message = problem
+                raise RulesError(str(path), _line_of(path, where), message)
+            if kind == "messages":
+                for key, value in data.items():
+                    raw["messages"][key] = value
+                continue
+            for section, value in data.items():
+                if isinstance(value, list) and isinstance(raw.get(section), list):
+                    raw[section] = _merge_by_id(raw[section], value)
+                elif isinstance(value, dict) and isinstance(raw.get(section), dict):
+                    raw[section] = {**raw[section], **value}
+                else:
+                    raw[section] = value
+    _check_references(raw, rules_dirs)
+    return raw
+
+
+def _line_of(path: Path, where: tuple) -> int | None:
+    """The line of the YAML node at `where` (a path of keys and indices), for error messages."""
+    import yaml
+
+    try:
+        node = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, OSError, UnicodeDecodeError):
+        return None
+    line = node.start_mark.line + 1 if node is not None else None
+    for step in where:
+        if isinstance(node, yaml.MappingNode):
+            match = next((v for k, v in node.value if k.value == step), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int):
+            match = node.value[step] if step < len(node.value) else None
+        else:
+            match = None
+        if match is None:
+            break
+        node, line = match, match.start_mark.line + 1
+    return line
+
+
+def _check_references(raw: dict[str, Any], rules_dirs: list[Path]) -> None:
+    """Cross-file checks: every fix a cause names exists."""
+    fix_ids = {f["id"] for f in raw.get("fixes", [])}
+    for index, cause in enumerate(raw.get("causes", [])):
+        for fix_id in cause.get("fixes", []):
+            if fix_id not in fix_ids:
+                path = _find_file(rules_dirs, "causes.yaml")
+                line = _line_of(path, ("causes", index, "fixes")) if path else None
+                raise RulesError(
+                    str(path or "causes.yaml"),
+                    line,
+                    f"cause {cause['id']!r} names unknown fix {fix_id!r}",
+                )
+
+
+def _find_file(rules_dirs: list[Path], name: str) -> Path | None:
+    found = [d / name for d in rules_dirs if (d / name).is_file()]
+    return found[-1] if found else None
+
+
+# ---------------------------------------------------------------------------- caching
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "ddp-doctor"
+
+
+def _cache_key(paths: list[Path]) -> str:
+    digest = hashlib.sha256(__version__.encode())
+    for path in paths:
+        digest.update(str(path).encode())
+        try:
+            digest.update(path.read_bytes())
+        except OSError:
+            digest.update(b"<unreadable>")
+    return digest.hexdigest()[:32]
+
+
+def _load_raw_cached(rules_dirs: list[Path]) -> dict[str, Any]:
+    paths = [p for d in rules_dirs for p in _rule_paths(d)]
+    if os.environ.get("DDP_DOCTOR_NO_CACHE"):
+        return _read_raw(rules_dirs)
+    cache_file = _cache_dir() / f"rules-{_cache_key(paths)}.json"
+    try:
+        return json.loads(cache_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pass
+    raw = _read_raw(rules_dirs)
+    try:  # a read-only or full home directory only costs speed, never an error
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache_file.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(raw, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, cache_file)
+    except OSError:
+        pass
+    return raw
+
+
+# ---------------------------------------------------------------------------- building
+
+
+def _text(value: Any) -> Text | None:
+    return Text(en=value["en"], zh=value["zh"]) if value else None
+
+
+def _frozen(mapping: Mapping | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(mapping or {}))
+
+
+def _examples(items: list | None) -> tuple[Example, ...]:
+    return tuple(Example(text=i.get("text"), file=i.get("file")) for i in items or [])
+
+
+def _compile(pattern: str) -> re.Pattern:
+    return re.compile(pattern, re.MULTILINE)
+
+
+def _build(raw: dict[str, Any]) -> KnowledgeBase:
+    families = tuple(
+        Family(
+            id=f["id"],
+            severity=f.get("severity", "error"),
+            title=_text(f["title"]),
+            summary=_text(f["summary"]),
+            anchors=tuple(f["anchors"]),
+            patterns=tuple(_compile(p) for p in f["patterns"]),
+            sets=_frozen(f.get("sets")),
+            facts=tuple(
+                FactRule(_compile(r["pattern"]), _frozen(r["sets"])) for r in f.get("facts", [])
+            ),
+            positive=_examples(f.get("examples", {}).get("positive")),
+            negative=_examples(f.get("examples", {}).get("negative")),
+        )
+        for f in raw.get("families", [])
+    )
+    extractors = tuple(
+        Extractor(e["field"], _compile(e["pattern"]), e.get("split"))
+        for e in raw.get("extractors", [])
+    )
+    hints = tuple(Hint(_compile(h["pattern"]), _frozen(h["sets"])) for h in raw.get("hints", []))
+    causes = tuple(
+        Cause(
+            id=c["id"],
+            title=_text(c["title"]),
+            explanation=_text(c["explanation"]),
+            prior=float(c.get("prior", 0.0)),
+            evidence=tuple(
+                Evidence(_frozen(e["when"]), float(e["weight"]), _text(e.get("reason")))
+                for e in c.get("evidence", [])
+            ),
+            fixes=tuple(c.get("fixes", [])),
+        )
+        for c in raw.get("causes", [])
+    )
+    fixes = {
+        f["id"]: Fix(
+            id=f["id"],
+            kind=f.get("kind", "fix"),
+            title=_text(f["title"]),
+            why=_text(f["why"]),
+            cost=_text(f.get("cost")),
+            snippets=_frozen(
+                {
+                    name: Snippet(s.get("language", "python"), _text(s["code"]))
+                    for name, s in f.get("snippets", {}).items()
+                }
+            ),
+            avoid_when=_frozen(f["avoid_when"]) if f.get("avoid_when") else None,
+            warning=_text(f.get("warning")),
+        )
+        for f in raw.get("fixes", [])
+    }
+    questions = tuple(
+        Question(
+            id=q["id"],
+            kind=q.get("kind", "select"),
+            purpose=q.get("purpose", "diagnose"),
+            text=_text(q["text"]),
+            help=_text(q.get("help")),
+            fact=q.get("fact"),
+            ask_when=_frozen(q["ask_when"]) if q.get("ask_when") else None,
+            for_each=q.get("for_each"),
+            limit=int(q.get("limit", 1)),
+            options=tuple(
+                Option(str(o["value"]), _text(o["label"]), _frozen(o.get("sets")))
+                for o in q.get("options", [])
+            ),
+        )
+        for q in raw.get("questions", [])
+    )
+    keywords = tuple(
+        Keyword(
+            substrings=tuple(m.lower() for m in k["match"] if not m.startswith("re:")),
+            regexes=tuple(
+                re.compile(m[3:], re.IGNORECASE) for m in k["match"] if m.startswith("re:")
+            ),
+            sets=_frozen(k["sets"]),
+        )
+        for k in raw.get("keywords", [])
+    )
+    messages = {key: _text(value) for key, value in raw.get("messages", {}).items()}
+    return KnowledgeBase(
+        families=families,
+        extractors=extractors,
+        hints=hints,
+        causes=causes,
+        fixes=_frozen(fixes),
+        questions=questions,
+        keywords=keywords,
+        messages=_frozen(messages),
+        line_prefixes=tuple(re.compile(p) for p in raw.get("line_prefixes", [])),
+        library_paths=re.compile(raw.get("library_paths") or r"(?!)"),
+        engine=_frozen(raw.get("engine")),
+    )
+
+
+_LOADED: dict[tuple[str, ...], KnowledgeBase] = {}
+
+
+def load(extra_dir: str | os.PathLike | None = None) -> KnowledgeBase:
+    """The built-in rules, extended by `extra_dir` (or $DDP_DOCTOR_RULES) when given."""
+    dirs = [builtin_rules_dir()]
+    extra = extra_dir or os.environ.get(RULES_ENV)
+    if extra:
+        extra_path = Path(extra)
+        if not extra_path.is_dir():
+            raise RulesError(str(extra_path), None, "rules directory not found")
+        dirs.append(extra_path)
+    key = tuple(str(d) for d in dirs)
+    if key not in _LOADED:
+        raw = _load_raw_cached(dirs)
+        try:
+            _LOADED[key] = _build(raw)
+        except re.error as exc:  # check_rules compiles every regex, so only a stale cache
+            raise RulesError(str(dirs[-1]), None, f"invalid regex: {exc}") from None
+    return _LOADED[key]

@@ -1,0 +1,74 @@
+"""Turn raw log text into clean lines tagged with the rank that printed them.
+
+What a user pastes has been through terminals and launchers: ANSI colours, carriage-return
+progress bars, `[rank3]:` / `[default0]:` prefixes, timestamps. The rules' regexes are
+written against clean text, so everything passes through here first. Which prefixes exist
+is knowledge, so their patterns come from the rules (`line_prefixes` in signatures.yaml).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+# ECMA-48 CSI sequences (colours, cursor moves) and OSC sequences (titles, hyperlinks).
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]?")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SPACE_RUN = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class Line:
+    number: int  # 1-based line number in the source, for "file:line" references
+    rank: int | None  # from a launcher prefix, when there was one
+    text: str
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def collapse_space(text: str) -> str:
+    """One space for any run of whitespace: C++ messages break lines mid-sentence."""
+    return _SPACE_RUN.sub(" ", text).strip()
+
+
+def strip_prefixes(text: str, prefixes: Sequence[re.Pattern]) -> tuple[int | None, str]:
+    """Remove launcher/logging prefixes (possibly several, e.g. timestamp then rank)."""
+    rank: int | None = None
+    changed = True
+    while changed:
+        changed = False
+        for pattern in prefixes:
+            match = pattern.match(text)
+            if match and match.end() > 0:
+                if "rank" in pattern.groupindex and match.group("rank") is not None:
+                    rank = int(match.group("rank"))
+                text = text[match.end() :]
+                changed = True
+    return rank, text
+
+
+def clean_lines(text: str, prefixes: Sequence[re.Pattern], first_number: int = 1) -> list[Line]:
+    """Split `text` into normalised lines; `first_number` is the source line of its start."""
+    lines: list[Line] = []
+    text = strip_ansi(text)
+    number = first_number
+    for match in _iter_lines(text):
+        raw, ends_with_cr = match
+        rank, body = strip_prefixes(_CONTROL.sub("", raw), prefixes)
+        lines.append(Line(number, rank, body.rstrip()))
+        if not ends_with_cr:  # a bare CR (progress bar) does not start a new source line
+            number += 1
+    return lines
+
+
+def _iter_lines(text: str) -> Iterable[tuple[str, bool]]:
+    start = 0
+    for brk in _LINE_BREAK.finditer(text):
+        yield text[start : brk.start()], brk.group() == "\r"
+        start = brk.end()
+    if start < len(text):
+        yield text[start:], False

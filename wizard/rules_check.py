@@ -1,0 +1,161 @@
+"""Check one rules file against `rules/schema.json` without the jsonschema package.
+
+jsonschema is too heavy to import at run time, and the rules only use a small part of JSON
+Schema, so this walks that part (type, enum, required, properties, additionalProperties,
+items, min/max counts, pattern, anyOf, local $ref) and compiles every regex. The test
+suite validates the same files with the real jsonschema, which keeps the two honest.
+The answer is the path of the first bad node and what is wrong, so the loader can point at
+a line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+Problem = tuple[tuple, str]
+
+_TYPES = {
+    "object": dict,
+    "array": list,
+    "string": str,
+    "number": (int, float),
+    "integer": int,
+    "boolean": bool,
+    "null": type(None),
+}
+
+
+@lru_cache(maxsize=1)
+def _schema() -> dict:
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "rules" / "schema.json", here.parent / "rules" / "schema.json"):
+        if candidate.is_file():
+            return json.loads(candidate.read_text(encoding="utf-8"))
+    raise FileNotFoundError("rules/schema.json is missing from the installation")
+
+
+def _is_type(value: Any, name: str) -> bool:
+    if isinstance(value, bool) and name in ("number", "integer"):
+        return False  # JSON Schema: true is not a number
+    return isinstance(value, _TYPES[name])
+
+
+def _describe(path: tuple) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+
+
+def _rule_id(root: Any, path: tuple) -> str:
+    """The id of the rule that contains `path`, to name it in the message."""
+    node, found = root, None
+    for step in path:
+        try:
+            node = node[step]
+        except (KeyError, IndexError, TypeError):
+            break
+        if isinstance(node, dict) and isinstance(node.get("id"), str):
+            found = node["id"]
+    return f"rule {found!r}: " if found else ""
+
+
+def _walk(value: Any, schema: dict, path: tuple, defs: dict) -> Problem | None:
+    if "$ref" in schema:
+        schema = defs[schema["$ref"].rsplit("/", 1)[-1]]
+    if "anyOf" in schema:
+        problems = [_walk(value, s, path, defs) for s in schema["anyOf"]]
+        if all(problems):
+            deepest = max(problems, key=lambda p: len(p[0]))
+            return deepest
+        return None
+    if "enum" in schema and value not in schema["enum"]:
+        allowed = ", ".join(map(str, schema["enum"]))
+        return path, f"{_describe(path) or 'value'}: {value!r} is not one of {allowed}"
+    types = schema.get("type")
+    if types is not None:
+        names = types if isinstance(types, list) else [types]
+        if not any(_is_type(value, n) for n in names):
+            return path, f"{_describe(path) or 'file'}: expected {' or '.join(names)}"
+    if isinstance(value, str):
+        if len(value) < schema.get("minLength", 0):
+            return path, f"{_describe(path)}: must not be empty"
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            return path, f"{_describe(path)}: {value!r} is not a valid id (a-z, 0-9, _)"
+        if schema.get("format") == "regex":
+            try:
+                re.compile(value)
+            except re.error as exc:
+                return path, f"{_describe(path)}: invalid regex: {exc}"
+    if isinstance(value, (int, float)) and "minimum" in schema and value < schema["minimum"]:
+        return path, f"{_describe(path)}: must be at least {schema['minimum']}"
+    if isinstance(value, list):
+        if len(value) < schema.get("minItems", 0):
+            return path, f"{_describe(path)}: needs at least {schema['minItems']} item(s)"
+        for index, item in enumerate(value):
+            problem = "items" in schema and _walk(item, schema["items"], path + (index,), defs)
+            if problem:
+                return problem
+    if isinstance(value, dict):
+        return _walk_object(value, schema, path, defs)
+    return None
+
+
+def _walk_object(value: dict, schema: dict, path: tuple, defs: dict) -> Problem | None:
+    if len(value) < schema.get("minProperties", 0):
+        return path, f"{_describe(path) or 'file'}: must not be empty"
+    if len(value) > schema.get("maxProperties", len(value)):
+        return path, f"{_describe(path)}: only one of {', '.join(value)} may be given"
+    for key in schema.get("required", []):
+        if key not in value:
+            return path, f"{_describe(path) or 'file'}: missing required key {key!r}"
+    properties = schema.get("properties", {})
+    extra = schema.get("additionalProperties", True)
+    for key, item in value.items():
+        if key in properties:
+            problem = _walk(item, properties[key], path + (key,), defs)
+        elif extra is False:
+            problem = path + (key,), f"{_describe(path + (key,))}: unknown key"
+        elif isinstance(extra, dict):
+            problem = _walk(item, extra, path + (key,), defs)
+        else:
+            problem = None
+        if problem:
+            return problem
+    return None
+
+
+def check_rules(kind: str, data: Any) -> Problem | None:
+    """None if `data` is a valid rules file of `kind`, else (path, one-line message)."""
+    schema = _schema()
+    defs = schema["$defs"]
+    if kind not in defs:
+        return (), f"unknown rules file {kind!r} (expected one of {', '.join(_KINDS)})"
+    problem = _walk(data, defs[kind], (), defs)
+    if problem is None:
+        problem = _check_ids_unique(data)
+    if problem is None:
+        return None
+    path, message = problem
+    return path, _rule_id(data, path) + message
+
+
+_KINDS = ("signatures", "causes", "fixes", "questions", "messages")
+
+
+def _check_ids_unique(data: Any) -> Problem | None:
+    if not isinstance(data, dict):
+        return None
+    for section, items in data.items():
+        if not isinstance(items, list):
+            continue
+        seen: set[str] = set()
+        for index, item in enumerate(items):
+            key = item.get("id") if isinstance(item, dict) else None
+            if key is None:
+                continue
+            if key in seen:
+                return (section, index, "id"), f"duplicate id {key!r}"
+            seen.add(key)
+    return None
