@@ -166,6 +166,18 @@ def test_stale_grad_from_an_earlier_step_does_not_fool_it():
 
 
 @torch_test
+@pytest.mark.filterwarnings("ignore:None of the inputs have requires_grad")
+def test_reentrant_checkpoint_with_an_input_that_needs_no_grad():
+    # Reentrant checkpointing only reaches the block's parameters through its input's grad.
+    def step(model):
+        return model(pm.batch()).sum()
+
+    report = find_unused_parameters(pm.ReentrantCheckpoint(use_reentrant=True), step, steps=2)
+    assert report.unused_modules == ("block",)
+    assert find_unused_parameters(pm.ReentrantCheckpoint(use_reentrant=False), step).ok
+
+
+@torch_test
 def test_step_returning_a_dict_with_a_loss_entry():
     report = probe(pm.make_hf_style_dict)
     assert report.unused_modules == ("aux_head",)  # `logits` and `aux` are not losses
@@ -278,6 +290,28 @@ def test_confirmed_by_single_process_ddp():
     clean = probe(pm.make_clean, steps=2, confirm_with_ddp=True)
     assert clean.ddp_verdict.ran and clean.ddp_verdict.error is None
     assert not torch.distributed.is_initialized()  # torn down cleanly
+
+
+@torch_test
+def test_a_ddp_wrapped_model_is_refused():
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    from wizard.probe import _free_port
+
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1
+    )
+    try:
+        model, step = pm.make_clean()
+        with pytest.raises(ProbeError) as caught:
+            find_unused_parameters(DistributedDataParallel(model), step)
+        assert caught.value.key == "probe_error_ddp_wrapped"
+        # ... and a running process group is not hijacked by the DDP confirmation.
+        verdict = find_unused_parameters(model, step, confirm_with_ddp=True).ddp_verdict
+        assert not verdict.ran
+    finally:
+        dist.destroy_process_group()
 
 
 # ---------------------------------------------------------------------------- lazy imports

@@ -172,10 +172,13 @@ def find_unused_parameters(
     With `confirm_with_ddp=True` the step also runs under a real single-process DDP wrapper
     (on a copy of the model) and PyTorch's own error text is kept in `report.ddp_verdict`.
     """
-    import torch  # noqa: F401 - first, so a missing torch fails before anything is touched
+    import torch  # first, so that a missing torch fails before anything is touched
 
     if steps < 1:
         raise ProbeError("probe_error_steps", steps=steps)
+    if isinstance(model, torch.nn.parallel.DistributedDataParallel):
+        # Our backward() calls would fire DDP's own hooks: all-reduces, or a hang across ranks.
+        raise ProbeError("probe_error_ddp_wrapped")
     params = _distinct_parameters(model)
     trainable = [entry for entry in params if entry[0].requires_grad]
     if not trainable:
