@@ -126,6 +126,8 @@ def test_frozen_parameters_are_listed_but_not_problems():
         "backbone.1.bias",
     ]
     assert report.trainable_count == 2
+    assert report.frozen_modules == ("backbone",)
+    assert "4 parameters in backbone." in report.render("en")
 
 
 @torch_test

@@ -89,6 +89,7 @@ class ProbeReport:
     reached_multiple_times: tuple[ParamInfo, ...]  # by more than one loss within one step
     frozen: tuple[ParamInfo, ...]  # requires_grad=False: not a problem, listed for completeness
     unused_modules: tuple[str, ...]  # topmost modules none of whose trainable params is reached
+    frozen_modules: tuple[str, ...] = ()  # topmost modules whose parameters are all frozen
     ddp_verdict: DdpVerdict | None = None
 
     @property
@@ -112,6 +113,7 @@ class ProbeReport:
             "reached_multiple_times": [p.to_dict() for p in self.reached_multiple_times],
             "frozen": [p.to_dict() for p in self.frozen],
             "unused_modules": list(self.unused_modules),
+            "frozen_modules": list(self.frozen_modules),
             "ddp_verdict": self.ddp_verdict.to_dict() if self.ddp_verdict else None,
         }
 
@@ -123,7 +125,7 @@ class ProbeReport:
         """The report as plain text (no colours), in `lang` (default: the user's locale)."""
         from rich.console import Console
 
-        console = Console(width=width, color_system=None, force_terminal=False, record=True)
+        console = Console(width=width, color_system=None, force_terminal=False)
         with console.capture() as capture:
             console.print(self.renderable(lang))
         return capture.get().rstrip() + "\n"
@@ -205,7 +207,8 @@ def find_unused_parameters(
         sometimes_reached=sometimes,
         reached_multiple_times=multiple,
         frozen=frozen,
-        unused_modules=_unused_modules(infos, {i.name for i in never}),
+        unused_modules=_topmost_modules(infos, {i.name for i in never}),
+        frozen_modules=_topmost_modules(infos + list(frozen), {i.name for i in frozen}),
         ddp_verdict=verdict,
     )
 
@@ -333,8 +336,11 @@ def _as_loss(value, step_number: int):
     return value
 
 
-def _unused_modules(infos: list[ParamInfo], never: set[str]) -> tuple[str, ...]:
-    """The topmost modules all of whose trainable parameters are never reached."""
+def _topmost_modules(infos: list[ParamInfo], selected: set[str]) -> tuple[str, ...]:
+    """The topmost modules all of whose parameters (among `infos`) are `selected`.
+
+    A whole unused `decoder` is one entry, not one per `decoder.layers.N`.
+    """
 
     def under(name: str, module: str) -> bool:
         return module == "" or name.startswith(module + ".")
@@ -344,12 +350,12 @@ def _unused_modules(infos: list[ParamInfo], never: set[str]) -> tuple[str, ...]:
         return [""] + [".".join(parts[: n + 1]) for n in range(len(parts))]
 
     candidates = {
-        m for info in infos if info.name in never for n in info.names for m in prefixes(n)
+        m for info in infos if info.name in selected for n in info.names for m in prefixes(n)
     }
     unused = {
-        module
-        for module in candidates
-        if all(info.name in never for info in infos if any(under(n, module) for n in info.names))
+        m
+        for m in candidates
+        if all(info.name in selected for info in infos if any(under(n, m) for n in info.names))
     }
     topmost = [m for m in unused if not any(o != m and under(m, o) for o in unused)]
     order = {info.module: index for index, info in enumerate(infos)}  # model order, not a-z
@@ -558,7 +564,8 @@ def _renderable(report: ProbeReport, lang: str, kb):
             if group:
                 parts.append(_styled("• " + t(key)))
     if report.frozen:
-        modules = sorted({p.module or t("probe_root_module") for p in report.frozen})
+        modules = [m or t("probe_root_module") for m in report.frozen_modules]
+        modules = modules or sorted({p.module or t("probe_root_module") for p in report.frozen})
         shown = separator.join(modules[:8]) + ("…" if len(modules) > 8 else "")
         note = t("probe_frozen_note", count=len(report.frozen), modules=shown)
         parts.append(_styled(note, "dim"))
