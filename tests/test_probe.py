@@ -377,6 +377,12 @@ def test_cli_clean_exit_0_and_json(kb, capsys, restore_sys_path):
     data = json.loads(capsys.readouterr().out)
     assert data["unused_modules"] == ["aux_head"] and data["ok"] is False
 
+    code = run_probe_command(
+        target("make_ignored_output"), 1, "en", True, kb, confirm_with_ddp=True
+    )
+    verdict = json.loads(capsys.readouterr().out)["ddp_verdict"]
+    assert code == 1 and "aux_head.bias, aux_head.weight" in verdict["error"]
+
 
 @torch_test
 def test_cli_imports_a_module_path_from_the_cwd(kb, capsys, tmp_path, monkeypatch):

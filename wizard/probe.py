@@ -627,7 +627,9 @@ class _TargetError(Exception):
         super().__init__(key)
 
 
-def run_probe_command(target: str, steps: int, lang: str, as_json: bool, kb) -> int:
+def run_probe_command(
+    target: str, steps: int, lang: str, as_json: bool, kb, *, confirm_with_ddp: bool = False
+) -> int:
     """`ddp-doctor probe module.path:factory`: import, probe, print; return the exit code.
 
     `factory()` returns `(model, step)`. Exit codes: 0 nothing wrong, 1 parameters DDP would
@@ -663,7 +665,7 @@ def run_probe_command(target: str, steps: int, lang: str, as_json: bool, kb) -> 
         return fail("probe_cli_bad_factory_result", factory=factory_name, kind=_kind(made))
     model, step = made
     try:
-        report = find_unused_parameters(model, step, steps=steps)
+        report = find_unused_parameters(model, step, steps=steps, confirm_with_ddp=confirm_with_ddp)
     except ProbeError as exc:
         return fail(exc.key, **exc.fields)
 
