@@ -1,0 +1,211 @@
+"""Run a scenario under real DDP in a subprocess, and compute its non-DDP reference.
+
+    result = run_ddp("unused_module", fix="find_unused_parameters")
+    ref = reference_params("unused_module", "find_unused_parameters", steps=4)
+    assert result.ok and params_match(result.params, ref)
+
+The job runs in its own process group with a hard timeout that kills the whole group,
+so a hang fails fast instead of stalling CI.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCRIPT = HERE / "run_scenario.py"
+DEFAULT_TIMEOUT = 60.0
+
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+# Families, most specific first: the first whose marker is in the output wins.
+FAMILY_MARKERS = (
+    ("static_graph_changed", "Your training graph has changed in this iteration"),
+    ("ready_twice", "Expected to mark a variable ready only once"),
+    ("unfinished_reduction", "Expected to have finished reduction in the prior iteration"),
+    ("backward_twice", "Trying to backward through the graph a second time"),
+    ("collective_mismatch", "Detected mismatch between collectives"),
+    ("peer_closed", "Connection closed by peer"),
+    ("collective_timeout", "Timed out"),
+)
+FIND_UNUSED_WARNING = "find_unused_parameters=True was specified in DDP constructor"
+
+
+@dataclass(frozen=True)
+class DDPResult:
+    scenario: str
+    fix: str | None
+    debug: str | None
+    launcher: str
+    returncode: int | None  # None when killed on timeout
+    output: str  # stdout + stderr, interleaved as a terminal would show them
+    timed_out: bool
+    # params[rank][step] -> {name: tensor}; only the steps a rank finished.
+    params: dict
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    @property
+    def family(self) -> str:
+        return classify(self.output, self.returncode, self.timed_out)
+
+
+def classify(output: str, returncode: int | None, timed_out: bool) -> str:
+    """Error family of a job's output: one of FAMILY_MARKERS' names, 'timeout',
+    'find_unused_warning' (clean run with the speed warning), 'clean' or 'other'."""
+    for name, marker in FAMILY_MARKERS:
+        if marker in output:
+            return name
+    if timed_out:
+        return "timeout"
+    if returncode == 0:
+        return "find_unused_warning" if FIND_UNUSED_WARNING in output else "clean"
+    return "other"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _command(scenario, fix, steps, world_size, launcher, param_dir, debug_api, port):
+    script_args = [str(SCRIPT), "--scenario", scenario, "--steps", str(steps)]
+    script_args += ["--param-dir", param_dir]
+    if fix:
+        script_args += ["--fix", fix]
+    if debug_api:
+        script_args += ["--debug-api", debug_api]
+    if launcher == "spawn":
+        return [sys.executable, *script_args, "--world-size", str(world_size)]
+    if launcher == "torchrun":
+        torchrun = [sys.executable, "-m", "torch.distributed.run"]
+        rdzv = ["--master_addr", "127.0.0.1", "--master_port", str(port)]
+        return [*torchrun, f"--nproc_per_node={world_size}", *rdzv, *script_args]
+    raise ValueError(f"launcher must be 'spawn' or 'torchrun', not {launcher!r}")
+
+
+def _load_params(param_dir: Path, world_size: int, steps: int) -> dict:
+    import torch
+
+    params: dict = {}
+    for rank in range(world_size):
+        params[rank] = []
+        for step in range(steps):
+            path = param_dir / f"rank{rank}_step{step}.pt"
+            if not path.exists():
+                break
+            params[rank].append(torch.load(path))
+    return params
+
+
+def run_ddp(
+    scenario: str,
+    fix: str | None = None,
+    debug: str | None = None,
+    world_size: int = 2,
+    steps: int = 4,
+    launcher: str = "spawn",
+    timeout: float = DEFAULT_TIMEOUT,
+    debug_via: str = "env",
+) -> DDPResult:
+    """Run `scenario` (with `fix`, ids joined by '+') on `world_size` real DDP ranks.
+
+    debug: None, 'INFO' or 'DETAIL'. debug_via='env' sets TORCH_DISTRIBUTED_DEBUG
+    before start; 'api' calls torch.distributed.set_debug_level after init instead.
+    """
+    env = dict(os.environ)
+    env.pop("TORCH_DISTRIBUTED_DEBUG", None)
+    env["PYTHONUNBUFFERED"] = "1"
+    if debug and debug_via == "env":
+        env["TORCH_DISTRIBUTED_DEBUG"] = debug
+    debug_api = debug if debug and debug_via == "api" else None
+    port = free_port()
+    env["MASTER_ADDR"], env["MASTER_PORT"] = "127.0.0.1", str(port)
+    with tempfile.TemporaryDirectory(prefix="ddp-params-") as tmp:
+        cmd = _command(scenario, fix, steps, world_size, launcher, tmp, debug_api, port)
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=HERE.parent.parent,
+            start_new_session=True,  # own process group: a timeout kills every rank
+        )
+        timed_out = False
+        try:
+            raw, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            os.killpg(proc.pid, signal.SIGKILL)
+            raw, _ = proc.communicate()
+        params = _load_params(Path(tmp), world_size, steps)
+    return DDPResult(
+        scenario=scenario,
+        fix=fix,
+        debug=debug,
+        launcher=launcher,
+        returncode=None if timed_out else proc.returncode,
+        output=raw.decode("utf-8", errors="replace"),
+        timed_out=timed_out,
+        params=params,
+    )
+
+
+def reference_params(scenario: str, fix: str | None = None, steps: int = 4, world_size: int = 2):
+    """The same steps on one process without DDP: each step runs every rank's batch
+    with its loss scaled by 1/world_size (DDP averages gradients), then one SGD step.
+    Returns a list (one per step) of {name: tensor}."""
+    import torch
+
+    import scenarios as sc
+
+    spec = sc.SCENARIOS[scenario]
+    fixes = sc.parse_fixes(fix)
+    model = sc.build_model(spec, fixes)
+    if spec.after_wrap:
+        spec.after_wrap(model, fixes)
+    optimizer = torch.optim.SGD(model.parameters(), lr=sc.LR)
+    snapshots = []
+    for step in range(steps):
+        optimizer.zero_grad()
+        for rank in range(world_size):
+            spec.step(model, spec.batch(rank, step), step, rank, fixes, 1.0 / world_size)
+        optimizer.step()
+        snapshots.append(sc.param_snapshot(model))
+    return snapshots
+
+
+def params_match(ddp_params: dict, ref: list, atol: float = 1e-5) -> bool:
+    """Every rank finished every reference step and each parameter is within atol."""
+    return not param_mismatches(ddp_params, ref, atol)
+
+
+def param_mismatches(ddp_params: dict, ref: list, atol: float = 1e-5) -> list[str]:
+    """Human-readable differences (empty when the parameters match)."""
+    import torch
+
+    problems = []
+    for rank, per_step in sorted(ddp_params.items()):
+        if len(per_step) != len(ref):
+            problems.append(f"rank {rank}: {len(per_step)} of {len(ref)} steps")
+            continue
+        for step, (got, want) in enumerate(zip(per_step, ref)):
+            if got.keys() != want.keys():
+                problems.append(f"rank {rank} step {step}: names {sorted(got)} != {sorted(want)}")
+                continue
+            for name in want:
+                if not torch.allclose(got[name], want[name], atol=atol, rtol=0):
+                    diff = (got[name] - want[name]).abs().max().item()
+                    problems.append(f"rank {rank} step {step}: {name} off by {diff:.3g}")
+    return problems

@@ -1,0 +1,586 @@
+"""Tiny, deterministic DDP scenarios that trigger (or avoid) the unused-parameter errors.
+
+Each scenario is a seeded model plus a step function. The same step function runs
+under real DistributedDataParallel (one call per rank) and on one plain process for
+the reference (one call per rank's batch, each loss scaled by 1/world_size), so the
+reference is exactly the math DDP's gradient averaging should reproduce.
+
+A fix is a set of fix ids (``"a+b"`` on the command line). Every fix is either a DDP
+keyword (see ``ddp_kwargs``) or one visible ``if FIX in fixes:`` branch in a model or
+step function below, so a printed code snippet can be mapped to the line it stands for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+# Fix ids: stable, shared with the knowledge base (rules/fixes.yaml).
+FIND_UNUSED = "find_unused_parameters"
+STATIC_GRAPH = "static_graph"
+SUM_LOSSES = "sum_losses_single_backward"
+NO_SYNC_FIRST = "no_sync_first_backward"
+ZERO_WEIGHT_AUX = "zero_weight_aux_loss"
+INCLUDE_ALL_TASKS = "include_all_task_losses"
+DROP_UNUSED_OUTPUTS = "drop_unused_outputs"
+REMOVE_UNUSED_MODULE = "remove_unused_module"
+FREEZE_BEFORE_WRAPPING = "freeze_before_wrapping"
+CHECKPOINT_NON_REENTRANT = "checkpoint_non_reentrant"
+
+FIX_IDS = (
+    FIND_UNUSED,
+    STATIC_GRAPH,
+    SUM_LOSSES,
+    NO_SYNC_FIRST,
+    ZERO_WEIGHT_AUX,
+    INCLUDE_ALL_TASKS,
+    DROP_UNUSED_OUTPUTS,
+    REMOVE_UNUSED_MODULE,
+    FREEZE_BEFORE_WRAPPING,
+    CHECKPOINT_NON_REENTRANT,
+)
+
+Fixes = frozenset  # of fix ids
+IN, HID, OUT = 8, 16, 4
+BATCH = 4
+LR = 0.1
+
+
+def parse_fixes(text: str | None) -> frozenset[str]:
+    """``"a+b"`` -> {"a", "b"}; None or "" or "none" -> no fix."""
+    if not text or text == "none":
+        return frozenset()
+    fixes = frozenset(part.strip() for part in text.split("+"))
+    unknown = fixes - set(FIX_IDS)
+    if unknown:
+        raise ValueError(f"unknown fix id(s): {sorted(unknown)}; known: {FIX_IDS}")
+    return fixes
+
+
+def ddp_kwargs(fixes: frozenset[str], base: dict | None = None) -> dict:
+    """The DDP constructor keywords a fix stands for."""
+    kwargs = dict(base or {})
+    if FIND_UNUSED in fixes:
+        kwargs["find_unused_parameters"] = True
+    if STATIC_GRAPH in fixes:
+        kwargs["static_graph"] = True
+    return kwargs
+
+
+def no_sync_if_ddp(model: nn.Module):
+    """``model.no_sync()`` under DDP; nothing on the plain reference model."""
+    return model.no_sync() if hasattr(model, "no_sync") else contextlib.nullcontext()
+
+
+def regression_batch(rank: int, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+    # One generator per (rank, step): every process and the reference see the same data.
+    gen = torch.Generator().manual_seed(1000 * step + rank)
+    return torch.randn(BATCH, IN, generator=gen), torch.randn(BATCH, OUT, generator=gen)
+
+
+def token_batch(rank: int, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(1000 * step + rank)
+    tokens = torch.randint(0, VOCAB, (BATCH, 5), generator=gen)
+    return tokens, torch.randint(0, VOCAB, (BATCH, 5), generator=gen)
+
+
+# --------------------------------------------------------------------------- models
+
+
+class UnusedModule(nn.Module):
+    """`unused` is registered but never called in forward."""
+
+    def __init__(self, fixes):
+        super().__init__()
+        self.body = nn.Linear(IN, HID)
+        self.head = nn.Linear(HID, OUT)
+        self.unused = nn.Linear(HID, OUT)
+        if REMOVE_UNUSED_MODULE in fixes:
+            del self.unused  # fix: the module is not needed, so it is not there
+        if FREEZE_BEFORE_WRAPPING in fixes:
+            self.unused.requires_grad_(False)  # fix: frozen before DDP sees it
+
+    def forward(self, x):
+        return self.head(torch.relu(self.body(x)))
+
+
+class AuxOutput(nn.Module):
+    """forward returns (main, aux); the aux head's output is ignored by the loss."""
+
+    def __init__(self, fixes):
+        super().__init__()
+        self.body = nn.Linear(IN, HID)
+        self.main_head = nn.Linear(HID, OUT)
+        self.aux_head = nn.Linear(HID, OUT)
+        self.return_aux = DROP_UNUSED_OUTPUTS not in fixes
+
+    def forward(self, x):
+        h = torch.relu(self.body(x))
+        if not self.return_aux:
+            return self.main_head(h)  # fix: the aux output is neither computed nor returned
+        return self.main_head(h), self.aux_head(h)
+
+
+class AuxOutputComputedNotReturned(AuxOutput):
+    """Fix-4 half-way: aux computed (its parameters are in the graph) but not returned."""
+
+    def forward(self, x):
+        h = torch.relu(self.body(x))
+        main, aux = self.main_head(h), self.aux_head(h)
+        return main if not self.return_aux else (main, aux)
+
+
+class TwoTasks(nn.Module):
+    def __init__(self, fixes):
+        super().__init__()
+        self.body = nn.Linear(IN, HID)
+        self.head_a = nn.Linear(HID, OUT)
+        self.head_b = nn.Linear(HID, OUT)
+
+    def forward(self, x):
+        h = torch.relu(self.body(x))
+        return {"a": self.head_a(h), "b": self.head_b(h)}
+
+
+class MultiTaskLoss(nn.Module):
+    """The seed's CSDN case: the loss is its own module and forgets task b."""
+
+    def __init__(self, fixes):
+        super().__init__()
+        self.fixes = fixes
+
+    def forward(self, out, y):
+        loss_a = F.mse_loss(out["a"], y)
+        loss_b = F.mse_loss(out["b"], y.flip(1))
+        if INCLUDE_ALL_TASKS in self.fixes:
+            return loss_a + loss_b  # fix 5: every task's loss goes into the total
+        if ZERO_WEIGHT_AUX in self.fixes:
+            return loss_a + 0 * loss_b  # fix 6: head_b takes part with zero gradient
+        return loss_a  # the bug: loss_b is computed and dropped
+
+
+class FeatureThenOutput(nn.Module):
+    """The seed author's model: an intermediate feature logit and a final output."""
+
+    def __init__(self, fixes):
+        super().__init__()
+        self.stem = nn.Linear(IN, HID)
+        self.feat_head = nn.Linear(HID, 1)  # intermediate "logit" from the feature map
+        self.tail = nn.Linear(HID, HID)
+        self.out = nn.Linear(HID, OUT)
+
+    def forward(self, x):
+        h = torch.relu(self.stem(x))
+        feat_logit = self.feat_head(h)
+        return feat_logit, self.out(torch.relu(self.tail(h)))
+
+
+class Branchy(nn.Module):
+    """`extra` is used only when the caller says so (some steps, or some ranks)."""
+
+    def __init__(self, fixes):
+        super().__init__()
+        self.body = nn.Linear(IN, HID)
+        self.head = nn.Linear(HID, OUT)
+        self.extra = nn.Linear(HID, OUT)
+        self.fixes = fixes
+
+    def forward(self, x, use_extra: bool):
+        h = torch.relu(self.body(x))
+        out = self.head(h)
+        if use_extra:
+            return out + self.extra(h)
+        if ZERO_WEIGHT_AUX in self.fixes:
+            return out + 0 * self.extra(h)  # fix 6: extra takes part with zero gradient
+        return out
+
+
+class Checkpointed(nn.Module):
+    """`block` is reused in two checkpointed segments (the case reducer.cpp warns about)."""
+
+    def __init__(self, fixes, use_reentrant: bool):
+        super().__init__()
+        self.stem = nn.Linear(IN, HID)
+        self.block = nn.Linear(HID, HID)
+        self.head = nn.Linear(HID, OUT)
+        # fix: use_reentrant=False
+        self.use_reentrant = use_reentrant and CHECKPOINT_NON_REENTRANT not in fixes
+
+    def _segment(self, h):
+        return torch.relu(self.block(h))
+
+    def forward(self, x):
+        h = torch.relu(self.stem(x))
+        h = checkpoint(self._segment, h, use_reentrant=self.use_reentrant)
+        h = checkpoint(self._segment, h, use_reentrant=self.use_reentrant)
+        return self.head(h)
+
+
+VOCAB, EMB = 10, 8
+
+
+class TiedLM(nn.Module):
+    """Embedding and output projection share one weight."""
+
+    def __init__(self, fixes):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, EMB)
+        self.mix = nn.Linear(EMB, EMB)
+        self.lm_head = nn.Linear(EMB, VOCAB, bias=False)
+        self.lm_head.weight = self.emb.weight  # tied before wrapping
+
+    def forward(self, tokens):
+        return self.lm_head(torch.tanh(self.mix(self.emb(tokens))))
+
+
+class TiedLMTiedAfterWrap(TiedLM):
+    """Same model, but the weights are tied only after DDP has been built."""
+
+    def __init__(self, fixes):
+        super().__init__(fixes)
+        self.lm_head.weight = nn.Parameter(self.emb.weight.detach().clone())
+
+
+class Clean(nn.Module):
+    def __init__(self, fixes):
+        super().__init__()
+        self.body = nn.Linear(IN, HID)
+        self.head = nn.Linear(HID, OUT)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.body(x)))
+
+
+# ------------------------------------------------------------------ step functions
+# step(model, batch, step, rank, fixes, scale) runs forward and backward(s) and
+# returns the loss value to print; `scale` is 1 under DDP and 1/world_size for the
+# reference. Gradients accumulate; the caller zeroes them and steps the optimizer.
+
+
+def step_single_output(model, batch, step, rank, fixes, scale):
+    x, y = batch
+    loss = F.mse_loss(model(x), y)
+    (loss * scale).backward()
+    return loss.item()
+
+
+def step_aux_output(model, batch, step, rank, fixes, scale):
+    x, y = batch
+    out = model(x)
+    if isinstance(out, tuple):
+        main, aux = out
+        loss = F.mse_loss(main, y)  # the bug: aux is returned but ignored
+        if ZERO_WEIGHT_AUX in fixes:
+            loss = loss + 0 * aux.mean()  # fix 6
+    else:
+        loss = F.mse_loss(out, y)
+    (loss * scale).backward()
+    return loss.item()
+
+
+def make_step_multitask():
+    criterion_by_fixes: dict = {}
+
+    def step(model, batch, step, rank, fixes, scale):
+        criterion = criterion_by_fixes.setdefault(fixes, MultiTaskLoss(fixes))
+        x, y = batch
+        loss = criterion(model(x), y)
+        (loss * scale).backward()
+        return loss.item()
+
+    return step
+
+
+def _adv_loss(logit):
+    # The seed's auxiliary loss shape: softplus(-logit).mean().
+    return F.softplus(-logit).mean()
+
+
+def step_two_backward_two_forwards(model, batch, step, rank, fixes, scale):
+    """Seed case, GAN style: forward, backward(loss1 from the feature logit); forward
+    again, backward(loss2 from the final output); one optimizer step afterwards."""
+    x, y = batch
+    if SUM_LOSSES in fixes:
+        feat_logit, out = model(x)  # fix: one forward, one backward over the sum
+        loss = _adv_loss(feat_logit) + F.mse_loss(out, y)
+        (loss * scale).backward()
+        return loss.item()
+    first = no_sync_if_ddp(model) if NO_SYNC_FIRST in fixes else contextlib.nullcontext()
+    with first:  # fix: no_sync around the first forward+backward
+        feat_logit, out = model(x)
+        loss1 = _adv_loss(feat_logit)
+        if ZERO_WEIGHT_AUX in fixes:
+            loss1 = loss1 + _adv_loss(out) * 0  # fix 6, as in the seed
+        (loss1 * scale).backward()
+    _, out = model(x)
+    loss2 = F.mse_loss(out, y)
+    (loss2 * scale).backward()
+    return loss1.item() + loss2.item()
+
+
+def step_two_backward_retain_graph(model, batch, step, rank, fixes, scale):
+    """Seed case, one forward: backward(loss1, retain_graph=True) then backward(loss2)."""
+    x, y = batch
+    feat_logit, out = model(x)
+    loss1 = _adv_loss(feat_logit)
+    loss2 = F.mse_loss(out, y)
+    if SUM_LOSSES in fixes:
+        ((loss1 + loss2) * scale).backward()  # fix: one backward over the sum
+        return loss1.item() + loss2.item()
+    if ZERO_WEIGHT_AUX in fixes:
+        loss1 = loss1 + _adv_loss(out) * 0  # fix 6, as in the seed
+    # What users try: no_sync around the first backward only (the forward is outside).
+    first = no_sync_if_ddp(model) if NO_SYNC_FIRST in fixes else contextlib.nullcontext()
+    with first:
+        (loss1 * scale).backward(retain_graph=True)
+    (loss2 * scale).backward()
+    return loss1.item() + loss2.item()
+
+
+def step_branch_some_steps(model, batch, step, rank, fixes, scale):
+    x, y = batch
+    loss = F.mse_loss(model(x, use_extra=step % 2 == 0), y)  # extra on even steps
+    (loss * scale).backward()
+    return loss.item()
+
+
+def step_branch_odd_steps(model, batch, step, rank, fixes, scale):
+    x, y = batch
+    loss = F.mse_loss(model(x, use_extra=step % 2 == 1), y)  # extra skipped on step 0
+    (loss * scale).backward()
+    return loss.item()
+
+
+def step_branch_some_ranks(model, batch, step, rank, fixes, scale):
+    x, y = batch
+    loss = F.mse_loss(model(x, use_extra=rank == 1), y)  # extra only on rank 1
+    (loss * scale).backward()
+    return loss.item()
+
+
+def step_tokens(model, batch, step, rank, fixes, scale):
+    tokens, targets = batch
+    logits = model(tokens)
+    loss = F.cross_entropy(logits.reshape(-1, VOCAB), targets.reshape(-1))
+    (loss * scale).backward()
+    return loss.item()
+
+
+# --------------------------------------------------------------- after-wrap hooks
+# after_wrap(module, fixes) runs on the inner module right after DDP is built (and on
+# the reference model at the same point), to mimic code that changes a model late.
+
+
+def freeze_body_after_wrap(module, fixes):
+    if FREEZE_BEFORE_WRAPPING not in fixes:
+        module.body.requires_grad_(False)  # the bug: DDP already registered body's params
+
+
+def freeze_body_before_wrap(module, fixes):
+    if FREEZE_BEFORE_WRAPPING in fixes:
+        module.body.requires_grad_(False)  # fix: freeze first, then wrap
+
+
+def tie_after_wrap(module, fixes):
+    module.lm_head.weight = module.emb.weight  # the bug: DDP still holds the old weight
+
+
+# ---------------------------------------------------------------------- registry
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    make_model: Callable[[frozenset], nn.Module]
+    step: Callable
+    batch: Callable = regression_batch
+    before_wrap: Callable | None = None
+    after_wrap: Callable | None = None
+    base_ddp_kwargs: dict = field(default_factory=dict)
+    # Fix combinations worth measuring ("" = no fix).
+    fixes_to_measure: tuple[str, ...] = ("",)
+    description: str = ""
+
+
+def _scenarios() -> dict[str, Scenario]:
+    items = [
+        Scenario(
+            "unused_module",
+            UnusedModule,
+            step_single_output,
+            fixes_to_measure=(
+                "",
+                FIND_UNUSED,
+                STATIC_GRAPH,
+                REMOVE_UNUSED_MODULE,
+                FREEZE_BEFORE_WRAPPING,
+            ),
+            description="a registered submodule never called in forward",
+        ),
+        Scenario(
+            "unused_forward_output",
+            AuxOutput,
+            step_aux_output,
+            fixes_to_measure=(
+                "",
+                FIND_UNUSED,
+                STATIC_GRAPH,
+                ZERO_WEIGHT_AUX,
+                DROP_UNUSED_OUTPUTS,
+                f"{DROP_UNUSED_OUTPUTS}+{FIND_UNUSED}",
+                f"{ZERO_WEIGHT_AUX}+{STATIC_GRAPH}",
+            ),
+            description="forward returns (main, aux); the loss uses only main",
+        ),
+        Scenario(
+            "unused_forward_output_computed",
+            AuxOutputComputedNotReturned,
+            step_aux_output,
+            fixes_to_measure=(
+                DROP_UNUSED_OUTPUTS,
+                f"{DROP_UNUSED_OUTPUTS}+{FIND_UNUSED}",
+            ),
+            description="variant of fix 4: aux still computed in forward, not returned",
+        ),
+        Scenario(
+            "multitask_missing_loss",
+            TwoTasks,
+            make_step_multitask(),
+            fixes_to_measure=(
+                "",
+                FIND_UNUSED,
+                STATIC_GRAPH,
+                INCLUDE_ALL_TASKS,
+                ZERO_WEIGHT_AUX,
+            ),
+            description="an nn.Module loss forgets one task's loss",
+        ),
+        Scenario(
+            "two_backward_intermediate",
+            FeatureThenOutput,
+            step_two_backward_two_forwards,
+            fixes_to_measure=(
+                "",
+                FIND_UNUSED,
+                STATIC_GRAPH,
+                SUM_LOSSES,
+                NO_SYNC_FIRST,
+                ZERO_WEIGHT_AUX,
+                f"{ZERO_WEIGHT_AUX}+{STATIC_GRAPH}",
+                f"{ZERO_WEIGHT_AUX}+{FIND_UNUSED}",
+            ),
+            description="two forward+backward per step, loss1 from an intermediate logit",
+        ),
+        Scenario(
+            "two_backward_retain_graph",
+            FeatureThenOutput,
+            step_two_backward_retain_graph,
+            fixes_to_measure=(
+                "",
+                FIND_UNUSED,
+                STATIC_GRAPH,
+                SUM_LOSSES,
+                NO_SYNC_FIRST,
+                ZERO_WEIGHT_AUX,
+                f"{ZERO_WEIGHT_AUX}+{STATIC_GRAPH}",
+            ),
+            description="one forward, backward(loss1, retain_graph=True), backward(loss2)",
+        ),
+        Scenario(
+            "branch_some_steps",
+            Branchy,
+            step_branch_some_steps,
+            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH, ZERO_WEIGHT_AUX),
+            description="`extra` used on even steps only, on every rank",
+        ),
+        Scenario(
+            "branch_odd_steps",
+            Branchy,
+            step_branch_odd_steps,
+            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH),
+            description="`extra` skipped on step 0, used on odd steps",
+        ),
+        Scenario(
+            "branch_some_ranks",
+            Branchy,
+            step_branch_some_ranks,
+            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH, ZERO_WEIGHT_AUX),
+            description="`extra` used on rank 1 only",
+        ),
+        Scenario(
+            "requires_grad_after_wrap",
+            Clean,
+            step_single_output,
+            before_wrap=freeze_body_before_wrap,
+            after_wrap=freeze_body_after_wrap,
+            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH, FREEZE_BEFORE_WRAPPING),
+            description="body.requires_grad_(False) after DDP(...)",
+        ),
+        Scenario(
+            "checkpoint_reentrant",
+            lambda fixes: Checkpointed(fixes, use_reentrant=True),
+            step_single_output,
+            fixes_to_measure=(
+                "",
+                FIND_UNUSED,
+                STATIC_GRAPH,
+                CHECKPOINT_NON_REENTRANT,
+                f"{CHECKPOINT_NON_REENTRANT}+{FIND_UNUSED}",
+            ),
+            description="block reused in two checkpoint(use_reentrant=True) segments",
+        ),
+        Scenario(
+            "checkpoint_non_reentrant",
+            lambda fixes: Checkpointed(fixes, use_reentrant=False),
+            step_single_output,
+            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH),
+            description="block reused in two checkpoint(use_reentrant=False) segments",
+        ),
+        Scenario(
+            "tied_weights",
+            TiedLM,
+            step_tokens,
+            batch=token_batch,
+            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH),
+            description="embedding and lm_head share one weight, tied before wrapping",
+        ),
+        Scenario(
+            "tied_weights_after_wrap",
+            TiedLMTiedAfterWrap,
+            step_tokens,
+            batch=token_batch,
+            after_wrap=tie_after_wrap,
+            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH),
+            description="lm_head.weight = emb.weight assigned after DDP(...)",
+        ),
+        Scenario(
+            "clean_with_find_unused",
+            Clean,
+            step_single_output,
+            base_ddp_kwargs={"find_unused_parameters": True},
+            fixes_to_measure=("",),
+            description="nothing unused, find_unused_parameters=True: warning only",
+        ),
+    ]
+    return {s.name: s for s in items}
+
+
+SCENARIOS = _scenarios()
+
+
+def build_model(scenario: Scenario, fixes: frozenset[str]) -> nn.Module:
+    torch.manual_seed(0)  # same initial weights on every rank and in the reference
+    model = scenario.make_model(fixes)
+    if scenario.before_wrap:
+        scenario.before_wrap(model, fixes)
+    return model
+
+
+def param_snapshot(module: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: p.detach().clone() for name, p in module.named_parameters()}
