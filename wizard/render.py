@@ -275,14 +275,44 @@ def to_markdown(kb: KnowledgeBase, report: Report) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def grouped_findings(findings) -> list:
+    """Findings that differ only by rank shown once with all their ranks (humans read
+    "ranks 0, 1", scripts get one JSON entry per rank)."""
+    from dataclasses import replace
+
+    groups: dict[tuple, Any] = {}
+    for f in findings:
+        key = (
+            f.family,
+            f.source,
+            f.unused_parameter_names,
+            f.unused_parameter_indices,
+            f.find_unused_parameters_enabled,
+            f.user_frames,
+        )
+        if key in groups:
+            old = groups[key]
+            ranks = tuple(sorted(set(old.ranks) | set(f.ranks)))
+            groups[key] = replace(old, ranks=ranks, occurrences=max(old.occurrences, f.occurrences))
+        else:
+            groups[key] = f
+    return list(groups.values())
+
+
+def short_quote(quote: str, limit: int = 140) -> str:
+    """The first sentence of the error line: enough to recognise it."""
+    first = _first_sentence(quote)
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
 def _findings_markdown(kb: KnowledgeBase, report: Report) -> list[str]:
     lang = report.lang
     out: list[str] = []
-    for f in report.diagnosis.findings:
+    for f in grouped_findings(report.diagnosis.findings):
         family = kb.family(f.family)
         title = family.title.get(lang) if family else f.family
         out.append(f"- **{title}** — `{f.source}:{f.line}`")
-        out.append(f"  > {f.quote}")
+        out.append(f"  > {short_quote(f.quote)}")
         for label, value in _finding_facts(kb, f, lang):
             out.append(f"  - {label}: {value}")
     return out + [""] if out else out
@@ -327,24 +357,23 @@ def print_rich(kb: KnowledgeBase, report: Report, console) -> None:
     lang = report.lang
     d = report.diagnosis
 
-    def inline(text: str) -> RichText:
-        # `code` spans in rules texts become bold cyan, everything else stays literal
+    def inline(text: str, base: str = "") -> RichText:
+        # `code` spans in rules texts become cyan, everything else stays literal
         rich_text = RichText()
         for i, part in enumerate(text.split("`")):
-            rich_text.append(part, style="bold cyan" if i % 2 else "")
+            rich_text.append(part, style=f"{base} cyan".strip() if i % 2 else base)
         return rich_text
 
     if report.family_title:
         body = RichText()
         body.append_text(inline(report.family_summary or ""))
-        for f in d.findings:
-            family = kb.family(f.family)
+        for f in grouped_findings(d.findings):
             body.append("\n\n")
-            body.append(family.title.get(lang) if family else f.family, style="bold")
-            body.append(f"  {f.source}:{f.line}\n", style="dim")
-            body.append(f.quote[:200] + ("…" if len(f.quote) > 200 else ""), style="italic")
+            body.append(f"{f.source}:{f.line}\n", style="dim")
+            body.append(short_quote(f.quote), style="italic")
             for label, value in _finding_facts(kb, f, lang):
-                body.append(f"\n• {label}: ", style="bold")
+                body.append("\n• ")
+                body.append_text(inline(label + ": ", base="bold"))
                 body.append_text(inline(value))
         console.print(
             Panel(body, title=escape(report.family_title), title_align="left", border_style="red")
@@ -355,7 +384,7 @@ def print_rich(kb: KnowledgeBase, report: Report, console) -> None:
             if i > 1:
                 causes.append("\n")
             causes.append(f"{i}. ", style="bold")
-            causes.append(cause.title, style="bold yellow" if i == 1 else "bold")
+            causes.append_text(inline(cause.title, base="bold yellow" if i == 1 else "bold"))
             causes.append(f"  {cause.probability * 100:.0f}%\n", style="dim")
             causes.append("   ")
             causes.append_text(inline(cause.reason))
