@@ -293,7 +293,8 @@ def grouped_findings(findings) -> list:
         if key in groups:
             old = groups[key]
             ranks = tuple(sorted(set(old.ranks) | set(f.ranks)))
-            groups[key] = replace(old, ranks=ranks, occurrences=max(old.occurrences, f.occurrences))
+            count = max(old.occurrences, f.occurrences)
+            groups[key] = replace(old, ranks=ranks, occurrences=count)
         else:
             groups[key] = f
     return list(groups.values())
