@@ -105,6 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
     probe = sub.add_parser("probe", help="find unused parameters on one process (needs torch)")
     probe.add_argument("target", help="module.path:factory, factory() -> (model, step)")
     probe.add_argument("--steps", type=int, default=3)
+    probe.add_argument(
+        "--confirm-ddp",
+        action="store_true",
+        help="also run the step under single-process DDP and quote PyTorch",
+    )
     _common(probe)
     probe.add_argument("--json", action="store_true", help="print JSON")
     return parser
@@ -389,7 +394,9 @@ def cmd_run(kb, args, lang: str) -> int:
 def cmd_probe(kb, args, lang: str) -> int:
     from wizard.probe import run_probe_command
 
-    return run_probe_command(args.target, args.steps, lang, args.json, kb)
+    return run_probe_command(
+        args.target, args.steps, lang, args.json, kb, confirm_with_ddp=args.confirm_ddp
+    )
 
 
 COMMANDS = {
