@@ -1,0 +1,456 @@
+"""`ddp-doctor run -- COMMAND ...`: run the user's own launcher and diagnose it if it dies.
+
+The command (torchrun, `python -m torch.distributed.run`, `python train.py`, srun,
+accelerate launch, anything) runs as a child in a session and process group of its own, so
+the wrapper decides what reaches the job: Ctrl-C in the terminal lands on the wrapper alone,
+which passes it on to the whole group (launcher and workers), keeps reading the job's
+output while it shuts down, and stops it harder only if it will not stop.
+
+Output: the child's stdout and stderr are pipes, read raw with `os.read` and written to our
+own stdout and stderr as they come, byte for byte (colours, `\\r` progress bars, lines
+without a newline, bytes that are not UTF-8). The child's stdout is a pipe even when ours is
+a terminal, so a program that colours only terminals prints plain text under the wrapper
+(most take `FORCE_COLOR` / `--color`); stdin is inherited untouched, so `pdb` works.
+A streaming `Scanner` per stream watches the same bytes; memory stays bounded by the
+scanner's windows plus one scan batch, whatever the length of the log.
+
+When the job ends: exit code 0 -> nothing extra (a one-line tip if DDP warned that
+`find_unused_parameters=True` found nothing); non-zero with a known DDP error -> the
+diagnosis on stderr after the job's output; non-zero otherwise -> one line saying so. The
+wrapper exits with the job's exit code, a job killed by signal N giving 128+N as in a shell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from wizard.i18n import tr
+from wizard.triage import Scanner, TriageResult, summarise
+
+DEBUG_ENV = "TORCH_DISTRIBUTED_DEBUG"
+# Measured on torch 2.13 CPU with a real 2-process gloo job that skips a module
+# (tests/ddp/run_scenario.py --scenario unused_module):
+#   unset or OFF -> only "Parameter indices which did not receive grad for rank 0: 4 5"
+#   INFO         -> also "Parameters which did not receive grad for rank 1: unused.bias,
+#                   unused.weight": the names, which is all the diagnosis needs
+#   DETAIL       -> the job died of SIGSEGV in a worker before the first step
+# INFO is the lowest level that names the parameters, so that is what the wrapper sets.
+# It never sets DETAIL: the wrapper must never be the reason a job dies.
+DEBUG_LEVEL = "INFO"
+
+READ_SIZE = 64 << 10  # a Linux pipe holds 64 KiB, so one read usually empties it
+# The scanner copies its 48 KiB look-behind on every feed; feeding each small read (a
+# progress bar update is ~100 bytes) would make scanning quadratic-ish, so output is
+# scanned in batches. Pass-through never waits for a batch.
+SCAN_BATCH = 1 << 20
+POLL_SECONDS = 0.25  # how often the loop checks whether the child exited / a grace ran out
+DRAIN_SECONDS = 2.0  # after the child exits, how long its own children may hold the pipes
+INTERRUPT_GRACE_SECONDS = 10.0  # after passing on Ctrl-C: time to save and shut down
+TERM_GRACE_SECONDS = 5.0  # after SIGTERM, before SIGKILL
+
+EXIT_CANNOT_EXECUTE = 126  # as a shell: found but cannot be run
+EXIT_NOT_FOUND = 127  # as a shell: no such command
+
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+STDOUT_SOURCE = "stdout"
+STDERR_SOURCE = "stderr"
+WARNING_SEVERITY = "warning"
+UNUSED_FLAG_WARNING = "unused_params_warning"
+
+
+# ---------------------------------------------------------------------------- environment
+
+
+@dataclass(frozen=True)
+class ChildEnvironment:
+    variables: Mapping[str, str]
+    kept_debug_level: str | None  # the user's own TORCH_DISTRIBUTED_DEBUG, left as it was
+
+
+def child_environment(parent: Mapping[str, str]) -> ChildEnvironment:
+    """The job's environment: the user's, plus INFO debugging and unbuffered Python output."""
+    variables = dict(parent)
+    # Python block-buffers stdout into a pipe: without this a Python job's output would
+    # arrive in 8 KiB lumps, and be lost if it is killed. The user's own choice wins.
+    variables.setdefault("PYTHONUNBUFFERED", "1")
+    kept = variables.get(DEBUG_ENV, "").strip()
+    if kept:
+        return ChildEnvironment(variables, kept)
+    # an empty value is what `export TORCH_DISTRIBUTED_DEBUG=` leaves behind: not a choice
+    variables[DEBUG_ENV] = DEBUG_LEVEL
+    return ChildEnvironment(variables, None)
+
+
+def _debug_note(kb, lang: str, value: str) -> str:
+    level = value.upper()
+    if level == "DETAIL":
+        return tr(kb, "run_debug_kept_detail", lang, value=value)
+    if level == "OFF":
+        return tr(kb, "run_debug_kept_off", lang, value=value)
+    return tr(kb, "run_debug_kept", lang, value=value)
+
+
+# ---------------------------------------------------------------------------- output
+
+
+class _OutputStream:
+    """One of the child's pipes: forwarded to one of our file descriptors, and scanned."""
+
+    def __init__(self, pipe, target_fd: int, scanner: Scanner):
+        self.pipe = pipe
+        self.read_fd = pipe.fileno()
+        self.target_fd = target_fd
+        self.scanner = scanner
+        self.pending = bytearray()
+        self.forwarding = True
+        self.last_byte = b"\n"  # nothing written yet counts as "at the start of a line"
+        self.last_write = 0  # ordinal of the last write, to tell which stream wrote last
+
+    def read(self, ordinal: int) -> bool:
+        """Forward and scan what the pipe holds; False at end of file (or a closed reader)."""
+        chunk = os.read(self.read_fd, READ_SIZE)
+        if not chunk:
+            return False
+        self.pending += chunk
+        if len(self.pending) >= SCAN_BATCH:
+            self.scan_pending()
+        if self.forwarding:
+            return self._forward(chunk, ordinal)
+        return True
+
+    def _forward(self, chunk: bytes, ordinal: int) -> bool:
+        view = memoryview(chunk)
+        while view:
+            try:
+                written = os.write(self.target_fd, view)
+            except BlockingIOError:  # a parent left our stdout non-blocking: wait for room
+                select.select([], [self.target_fd], [])
+                continue
+            except BrokenPipeError:
+                # `ddp-doctor run -- job | head`: the reader left. Close our end too, so the
+                # job meets the broken pipe exactly as it would without the wrapper.
+                self.forwarding = False
+                return False
+            except OSError:
+                # e.g. the terminal went away: keep reading so the job never blocks on a
+                # full pipe, and keep scanning
+                self.forwarding = False
+                return True
+            view = view[written:]
+        self.last_byte = chunk[-1:]
+        self.last_write = ordinal
+        return True
+
+    def scan_pending(self) -> None:
+        if self.pending:
+            self.scanner.feed(bytes(self.pending))
+            self.pending.clear()
+
+    def close(self) -> None:
+        self.scan_pending()
+        self.pipe.close()
+
+
+# ---------------------------------------------------------------------------- signals
+
+
+class _SignalForwarder:
+    """Passes SIGINT / SIGTERM / SIGHUP on to the job's process group.
+
+    The first signal is forwarded as it is and the job gets a grace period to stop (a
+    training script may save a checkpoint on Ctrl-C); when it runs out, or when the user
+    presses Ctrl-C again, the job is stopped harder: SIGTERM, then SIGKILL.
+    """
+
+    def __init__(self, kb, lang: str):
+        self.kb, self.lang = kb, lang
+        self.group: int | None = None
+        self.received: int | None = None  # the first signal the wrapper got
+        self.escalation: list[int] = []
+        self.deadline: float | None = None
+        self.stopped_hard = False  # the wrapper, not the job, decided when it ended
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _SignalForwarder:
+        # handlers can only be installed from the main thread (the CLI's); called from
+        # another thread, the job simply gets no forwarding
+        if threading.current_thread() is threading.main_thread():
+            for signum in FORWARDED_SIGNALS:
+                self.previous[signum] = signal.signal(signum, self._on_signal)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+
+    def attach(self, group: int) -> None:
+        self.group = group
+        if self.received is not None:  # arrived while the job was starting
+            self._send(self.received)
+
+    def detach(self) -> None:
+        """The job was reaped: its group id may be reused, so send nothing more."""
+        self.group = None
+        self.deadline = None
+
+    def _on_signal(self, signum: int, frame) -> None:
+        if self.received is not None:
+            self._escalate()
+            return
+        self.received = signum
+        if signum == signal.SIGTERM:
+            self.escalation = [signal.SIGKILL]
+            grace = TERM_GRACE_SECONDS
+        else:
+            self.escalation = [signal.SIGTERM, signal.SIGKILL]
+            grace = INTERRUPT_GRACE_SECONDS
+        self.deadline = time.monotonic() + grace
+        if self.group is None:
+            return  # forwarded by attach()
+        self._send(signum)
+        kb, seconds = self.kb, f"{grace:g}"
+        if signum == signal.SIGINT:  # only a terminal user can press Ctrl-C again
+            _say_raw(tr(kb, "run_interrupt_forwarded", self.lang, seconds=seconds))
+        else:
+            name = signal.Signals(signum).name
+            _say_raw(tr(kb, "run_signal_forwarded", self.lang, signal=name, seconds=seconds))
+
+    def tick(self) -> None:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self._escalate()
+
+    def _escalate(self) -> None:
+        if not self.escalation or self.group is None:
+            return
+        signum = self.escalation.pop(0)
+        self.stopped_hard = True
+        kb, name = self.kb, signal.Signals(signum).name
+        _say_raw(tr(kb, "run_signal_escalated", self.lang, signal=name))
+        self._send(signum)
+        self.deadline = time.monotonic() + TERM_GRACE_SECONDS if self.escalation else None
+
+    def _send(self, signum: int) -> None:
+        if self.group is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
+            os.killpg(self.group, signum)
+
+
+def _say_raw(text: str) -> None:
+    """One line on stderr from a signal handler: os.write, since the handler may interrupt
+    a write to sys.stderr, and buffered streams refuse reentrant use."""
+    with contextlib.suppress(OSError):
+        os.write(sys.stderr.fileno(), f"\nddp-doctor: {text}\n".encode("utf-8", "replace"))
+
+
+# ---------------------------------------------------------------------------- the run
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    exit_code: int  # what the wrapper exits with
+    job_exit_code: int  # what the job ended with, 128+N for a signal
+    interrupted_by: int | None  # the signal the wrapper received and passed on, if any
+    result: TriageResult
+    ended_mid_line: bool  # the job's last output did not end a line
+
+
+def exit_code_of(returncode: int) -> int:
+    """Popen's returncode -> a shell's `$?`: killed by signal N gives 128+N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _start(argv: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        list(argv),
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        bufsize=0,
+        # setsid: a group of its own for forwarding, and no controlling terminal, so
+        # Ctrl-C reaches only the wrapper. Not setpgid: in a background group of our
+        # terminal, a job reading stdin would be stopped by SIGTTIN.
+        start_new_session=True,
+    )
+
+
+def _pump(child: subprocess.Popen, streams: list[_OutputStream], forwarder) -> None:
+    """Forward output until the job has exited and its pipes are closed (or drained)."""
+    selector = selectors.DefaultSelector()
+    for stream in streams:
+        selector.register(stream.read_fd, selectors.EVENT_READ, stream)
+    ordinal = 0
+    exited_at: float | None = None
+    try:
+        while True:
+            if selector.get_map():
+                for key, _ in selector.select(POLL_SECONDS):
+                    ordinal += 1
+                    if not key.data.read(ordinal):
+                        selector.unregister(key.fd)
+            else:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    child.wait(POLL_SECONDS)
+            forwarder.tick()
+            if child.poll() is not None:
+                exited_at = exited_at or time.monotonic()
+                # a daemon the job left behind may hold the pipes open for ever
+                if not selector.get_map() or time.monotonic() - exited_at > DRAIN_SECONDS:
+                    break
+    finally:
+        selector.close()
+        for stream in streams:
+            stream.close()
+
+
+def run_job(kb, argv: Sequence[str], lang: str) -> RunOutcome | int:
+    """Run the job with output passed through; the outcome, or 126/127 if it cannot start."""
+    environment = child_environment(os.environ)
+    if environment.kept_debug_level is not None:
+        _say(_debug_note(kb, lang, environment.kept_debug_level))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with _SignalForwarder(kb, lang) as forwarder:
+        try:
+            child = _start(argv, environment.variables)
+        except FileNotFoundError as exc:
+            if os.sep in argv[0]:
+                _say(tr(kb, "run_cannot_execute", lang, command=argv[0], reason=exc.strerror))
+            else:
+                _say(tr(kb, "run_not_found", lang, command=argv[0]))
+            return EXIT_NOT_FOUND
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            _say(tr(kb, "run_cannot_execute", lang, command=argv[0], reason=reason))
+            return EXIT_CANNOT_EXECUTE
+        forwarder.attach(child.pid)
+        streams = [
+            _OutputStream(child.stdout, sys.stdout.fileno(), Scanner(kb, STDOUT_SOURCE)),
+            _OutputStream(child.stderr, sys.stderr.fileno(), Scanner(kb, STDERR_SOURCE)),
+        ]
+        try:
+            _pump(child, streams, forwarder)
+            returncode = child.wait()
+        finally:
+            if child.returncode is None:  # the wrapper itself failed: do not orphan the job
+                forwarder._send(signal.SIGKILL)
+                child.wait()
+            forwarder.detach()
+    job_code = exit_code_of(returncode)
+    code = job_code
+    if forwarder.received is not None and (forwarder.stopped_hard or job_code == 0):
+        # the job was cut short by the user (or it swallowed the signal and said 0):
+        # report the interruption, as a shell reports 130 for Ctrl-C
+        code = 128 + forwarder.received
+    last = max(streams, key=lambda s: s.last_write)
+    return RunOutcome(
+        exit_code=code,
+        job_exit_code=job_code,
+        interrupted_by=forwarder.received,
+        result=summarise(kb, [s.scanner for s in streams]),
+        ended_mid_line=any(s.last_byte != b"\n" for s in (last, streams[1])),
+    )
+
+
+# ---------------------------------------------------------------------------- reporting
+
+
+def run_command(
+    kb, argv: Sequence[str], lang: str, fmt: str = "markdown", report_path: str | None = None
+) -> int:
+    """`ddp-doctor run`: the job's exit code (126/127 when it cannot be started)."""
+    outcome = run_job(kb, argv, lang)
+    if isinstance(outcome, int):
+        return outcome
+    report(kb, outcome, argv, lang, fmt, report_path)
+    return outcome.exit_code
+
+
+def known_errors(kb, result: TriageResult) -> list:
+    """Findings that can explain a dead job (the speed warning cannot)."""
+    errors = []
+    for finding in result.findings:
+        family = kb.family(finding.family)
+        if family is None or family.severity != WARNING_SEVERITY:
+            errors.append(finding)
+    return errors
+
+
+def report(
+    kb,
+    outcome: RunOutcome,
+    argv: Sequence[str],
+    lang: str,
+    fmt: str,
+    report_path: str | None,
+) -> None:
+    from wizard.engine import diagnose
+
+    failed = outcome.exit_code != 0
+    explained = failed and bool(known_errors(kb, outcome.result))
+    diagnosis = diagnose(kb, outcome.result) if explained or report_path else None
+    if failed and outcome.ended_mid_line:
+        sys.stderr.write("\n")  # after a progress bar's `\r`, start on a line of our own
+    if explained:
+        _print_diagnosis(kb, diagnosis, outcome, argv, lang, fmt)
+    elif failed and outcome.interrupted_by is None:
+        _say(tr(kb, "run_no_known_error", lang, code=outcome.job_exit_code))
+    if not explained and any(f.family == UNUSED_FLAG_WARNING for f in outcome.result.findings):
+        if outcome.ended_mid_line and not failed:
+            sys.stderr.write("\n")
+        _say(tr(kb, "run_unused_flag_tip", lang))
+    if report_path:
+        _write_report(kb, diagnosis, outcome, argv, lang, report_path)
+    sys.stderr.flush()
+
+
+def _report_data(kb, diagnosis, outcome: RunOutcome, argv: Sequence[str], lang: str) -> dict:
+    from wizard.render import build_report, to_json_data
+
+    data = to_json_data(build_report(kb, diagnosis, lang))
+    signal_name = signal.Signals(outcome.interrupted_by).name if outcome.interrupted_by else None
+    data["run"] = {
+        "command": list(argv),
+        "exit_code": outcome.exit_code,
+        "job_exit_code": outcome.job_exit_code,
+        "interrupted_by": signal_name,
+    }
+    return data
+
+
+def _print_diagnosis(kb, diagnosis, outcome, argv, lang: str, fmt: str) -> None:
+    if fmt == "json":  # the same document as --report, so scripts read one shape
+        data = _report_data(kb, diagnosis, outcome, argv, lang)
+        sys.stderr.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        return
+    from wizard.cli import emit
+
+    emit(kb, diagnosis, lang, fmt, sys.stderr)
+
+
+def _write_report(kb, diagnosis, outcome, argv, lang: str, path: str) -> None:
+    """Written for every outcome, so a report file never describes an earlier run."""
+    data = _report_data(kb, diagnosis, outcome, argv, lang)
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        _say(tr(kb, "run_cannot_write_report", lang, path=path, reason=reason))
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(f"ddp-doctor: {text}\n")
+    sys.stderr.flush()
