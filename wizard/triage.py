@@ -283,6 +283,16 @@ _CONTEXT_FIELDS = ("ranks", "torch_version")
 # ---------------------------------------------------------------------------- scanning
 
 
+def _search_keys(kb: KnowledgeBase) -> tuple[bytes, ...]:
+    """The byte strings the scan looks for: every anchor, less those containing another.
+
+    Each key costs one pass over every block, so an anchor that contains a shorter anchor
+    (which finds it anyway) is dropped.
+    """
+    anchors = dict.fromkeys(a.encode("utf-8") for f in kb.families for a in f.anchors if a)
+    return tuple(a for a in anchors if not any(b != a and b in a for b in anchors))
+
+
 class _Window:
     """A byte range of the log around one or more anchors, collected as blocks arrive."""
 
@@ -296,7 +306,13 @@ class _Window:
 
 
 class Scanner:
-    """Feed bytes in order; `result()` gives the findings. Memory stays bounded."""
+    """Feed bytes in order; `result()` gives the findings. Memory stays bounded.
+
+    Each chunk is searched where it lies (no copy of it is made): one `bytes.find` pass per
+    anchor, one newline count for line numbers, and a small search over the seam with the
+    previous chunk for an anchor cut in two. The bytes before the chunk that a window may
+    need are kept in `tail`.
+    """
 
     def __init__(
         self,
@@ -307,16 +323,17 @@ class Scanner:
         self.kb = kb
         self.source = source
         self.max_bytes = max_bytes
-        self.anchors = tuple(
-            dict.fromkeys(a.encode("utf-8") for f in kb.families for a in f.anchors)
-        )
+        self.anchors = _search_keys(kb)
         self.overlap = max((len(a) for a in self.anchors), default=1) - 1
         self.analyser = _Analyser(kb, source)
-        self.tail = b""  # the last CONTEXT_BEFORE bytes seen
+        # the latest bytes before the next chunk: at least CONTEXT_BEFORE of them (once the
+        # log is that long) and at most about twice that, trimmed in amortised steps so that
+        # feeding a line at a time (`ddp-doctor run`) does not copy the tail every time
+        self.tail = bytearray()
         self.tail_start = 0
         self.tail_first_line = 1  # line number at tail_start
         self.position = 0  # bytes consumed so far
-        self.lines_before_tail = 0
+        self.newlines = 0  # newlines before `position`
         self.window: _Window | None = None
         self.found: dict[tuple, Finding] = {}
         self.head = bytearray()
@@ -335,56 +352,79 @@ class Scanner:
             taken = chunk[: HEAD_SIZE - len(self.head)]
             self.head += taken
             self.control_count += len(taken) - len(taken.translate(None, _CONTROL_BYTES))
-        if not self.nonblank and chunk.strip():
+        if not self.nonblank and chunk and not chunk.isspace():
             self.nonblank = True
-        data = self.tail + chunk
-        data_start = self.tail_start
-        for hit in self._hits(data, len(self.tail)):
-            self._on_anchor(data, data_start, data_start + hit)
+        start = self.position
+        for hit in self._hits(chunk):
+            self._on_anchor(chunk, start, start + hit)
         if self.window is not None:
-            self._fill(self.window, data, data_start)
+            self._fill(self.window, chunk, start)
             if self.window.collected_to >= self.window.end or len(self.window.data) > MAX_REGION:
                 self._close_window()
         self.position += len(chunk)
-        self._advance_tail(data, data_start)
+        self.newlines += chunk.count(b"\n")
+        self._advance_tail(chunk)
         return not self.hit_byte_limit
 
-    def _hits(self, data: bytes, tail_length: int) -> list[int]:
-        start = max(0, tail_length - self.overlap)
-        hits: list[int] = []
+    def _hits(self, chunk: bytes) -> list[int]:
+        """Offsets (relative to the chunk, negative across the seam) where anchors start."""
+        hits: set[int] = set()
         for anchor in self.anchors:
-            at = data.find(anchor, start)
+            at = chunk.find(anchor)
             while at != -1:
-                hits.append(at)
-                at = data.find(anchor, at + 1)
-        return sorted(set(hits))
+                hits.add(at)
+                at = chunk.find(anchor, at + 1)
+        if self.tail and self.overlap:
+            seam_before = self.tail[-self.overlap :]
+            seam = bytes(seam_before) + chunk[: self.overlap]
+            cut = len(seam_before)
+            for anchor in self.anchors:
+                at = seam.find(anchor, max(0, cut - len(anchor) + 1))
+                while at != -1 and at < cut:  # only the anchors the seam cuts in two
+                    hits.add(at - cut)
+                    at = seam.find(anchor, at + 1)
+        return sorted(hits)
 
     @staticmethod
-    def _fill(window: _Window, data: bytes, data_start: int) -> None:
+    def _fill(window: _Window, data: bytes | bytearray, data_start: int) -> None:
         """Append the part of `data` (which starts at `data_start`) the window still wants."""
         begin = window.collected_to - data_start
         end = min(window.end - data_start, len(data))
         if 0 <= begin < end:
             window.data += data[begin:end]
 
-    def _on_anchor(self, data: bytes, data_start: int, at: int) -> None:
+    def _line_at(self, offset: int, chunk: bytes) -> int:
+        """The 1-based line number at byte `offset` of the log (in the tail or the chunk)."""
+        if offset >= self.position:
+            return self.newlines + 1 + chunk.count(b"\n", 0, offset - self.position)
+        return self.tail_first_line + self.tail.count(b"\n", 0, offset - self.tail_start)
+
+    def _on_anchor(self, chunk: bytes, chunk_start: int, at: int) -> None:
         window = self.window
         if window is not None and at - CONTEXT_BEFORE <= window.end:
             window.end = max(window.end, at + CONTEXT_AFTER)
             return
         if window is not None:
-            self._fill(window, data, data_start)
+            self._fill(window, chunk, chunk_start)
             self._close_window()
-        start = max(data_start, at - CONTEXT_BEFORE)
-        first_line = self.tail_first_line + data.count(b"\n", 0, start - data_start)
-        self.window = _Window(start, at + CONTEXT_AFTER, first_line, b"")
-        self._fill(self.window, data, data_start)
+        start = max(self.tail_start, at - CONTEXT_BEFORE)
+        self.window = _Window(start, at + CONTEXT_AFTER, self._line_at(start, chunk), b"")
+        self._fill(self.window, self.tail, self.tail_start)
+        self._fill(self.window, chunk, chunk_start)
 
-    def _advance_tail(self, data: bytes, data_start: int) -> None:
-        keep_from = max(0, len(data) - CONTEXT_BEFORE)
-        self.tail_first_line += data.count(b"\n", 0, keep_from)
-        self.tail = data[keep_from:]
-        self.tail_start = data_start + keep_from
+    def _advance_tail(self, chunk: bytes) -> None:
+        """Keep the last CONTEXT_BEFORE bytes or more; `position` is already past `chunk`."""
+        if len(chunk) >= CONTEXT_BEFORE:
+            self.tail = bytearray(chunk[-CONTEXT_BEFORE:])
+            self.tail_start = self.position - CONTEXT_BEFORE
+            self.tail_first_line = self.newlines + 1 - self.tail.count(b"\n")
+            return
+        self.tail += chunk
+        excess = len(self.tail) - CONTEXT_BEFORE
+        if excess > CONTEXT_BEFORE:
+            self.tail_first_line += self.tail.count(b"\n", 0, excess)
+            del self.tail[:excess]
+            self.tail_start += excess
 
     def _close_window(self) -> None:
         window, self.window = self.window, None
