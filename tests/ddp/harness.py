@@ -28,10 +28,13 @@ if str(HERE) not in sys.path:
 
 # Families, most specific first: the first whose marker is in the output wins.
 FAMILY_MARKERS = (
-    ("static_graph_changed", "Your training graph has changed in this iteration"),
+    # Both static-graph texts ("Your training graph has changed ..." and the
+    # unfinished-reduction one that says "your training graph has changed ...").
+    ("static_graph_changed", "training graph has changed in this iteration"),
     ("ready_twice", "Expected to mark a variable ready only once"),
     ("unfinished_reduction", "Expected to have finished reduction in the prior iteration"),
     ("backward_twice", "Trying to backward through the graph a second time"),
+    ("undefined_grad_allreduced", "Encountered gradient which is undefined"),
     ("collective_mismatch", "Detected mismatch between collectives"),
     ("peer_closed", "Connection closed by peer"),
     ("collective_timeout", "Timed out"),
@@ -166,9 +169,8 @@ def reference_params(scenario: str, fix: str | None = None, steps: int = 4, worl
     """The same steps on one process without DDP: each step runs every rank's batch
     with its loss scaled by 1/world_size (DDP averages gradients), then one SGD step.
     Returns a list (one per step) of {name: tensor}."""
-    import torch
-
     import scenarios as sc
+    import torch
 
     spec = sc.SCENARIOS[scenario]
     fixes = sc.parse_fixes(fix)

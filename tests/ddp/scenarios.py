@@ -136,6 +136,27 @@ class AuxOutputComputedNotReturned(AuxOutput):
         return main if not self.return_aux else (main, aux)
 
 
+class Outputs:
+    """A plain container DDP cannot look into (not a tuple, dict or dataclass)."""
+
+    def __init__(self, main, aux):
+        self.main, self.aux = main, aux
+
+
+class AuxOutputInObject(AuxOutput):
+    def forward(self, x):
+        h = torch.relu(self.body(x))
+        return Outputs(self.main_head(h), self.aux_head(h))
+
+
+def step_object_output(model, batch, step, rank, fixes, scale):
+    x, y = batch
+    out = model(x)
+    loss = F.mse_loss(out.main, y)  # out.aux ignored
+    (loss * scale).backward()
+    return loss.item()
+
+
 class TwoTasks(nn.Module):
     def __init__(self, fixes):
         super().__init__()
@@ -166,19 +187,34 @@ class MultiTaskLoss(nn.Module):
 
 
 class FeatureThenOutput(nn.Module):
-    """The seed author's model: an intermediate feature logit and a final output."""
+    """The seed author's model: loss1 comes from an intermediate feature map, loss2 from
+    the final output, so loss2 reaches every parameter and loss1 only the stem."""
 
     def __init__(self, fixes):
         super().__init__()
         self.stem = nn.Linear(IN, HID)
-        self.feat_head = nn.Linear(HID, 1)  # intermediate "logit" from the feature map
         self.tail = nn.Linear(HID, HID)
         self.out = nn.Linear(HID, OUT)
 
     def forward(self, x):
         h = torch.relu(self.stem(x))
-        feat_logit = self.feat_head(h)
+        feat_logit = h.mean(dim=1, keepdim=True)  # a "logit" read off the feature map
         return feat_logit, self.out(torch.relu(self.tail(h)))
+
+
+class FeatureHeadThenOutput(nn.Module):
+    """Variant: loss1 goes through its own small head that loss2 never reaches."""
+
+    def __init__(self, fixes):
+        super().__init__()
+        self.stem = nn.Linear(IN, HID)
+        self.feat_head = nn.Linear(HID, 1)
+        self.tail = nn.Linear(HID, HID)
+        self.out = nn.Linear(HID, OUT)
+
+    def forward(self, x):
+        h = torch.relu(self.stem(x))
+        return self.feat_head(h), self.out(torch.relu(self.tail(h)))
 
 
 class Branchy(nn.Module):
@@ -255,6 +291,27 @@ class Clean(nn.Module):
 
     def forward(self, x):
         return self.head(torch.relu(self.body(x)))
+
+
+class HookedFeatures(Clean):
+    """A forward hook on `body` keeps its output (feature-matching / distillation style)."""
+
+    def __init__(self, fixes):
+        super().__init__(fixes)
+        self.features = None
+        self.body.register_forward_hook(self._keep)
+
+    def _keep(self, module, args, output):
+        self.features = output
+
+
+def step_hooked_features(model, batch, step, rank, fixes, scale):
+    x, y = batch
+    model(x)  # the returned output is ignored ...
+    inner = model.module if hasattr(model, "module") else model
+    loss = inner.features.pow(2).mean()  # ... the loss reads the hooked features only
+    (loss * scale).backward()
+    return loss.item()
 
 
 # ------------------------------------------------------------------ step functions
@@ -364,6 +421,16 @@ def step_branch_some_ranks(model, batch, step, rank, fixes, scale):
     return loss.item()
 
 
+def step_extra_forward(model, batch, step, rank, fixes, scale):
+    """An extra forward with grad enabled whose output is never backpropagated
+    (a metric, a teacher pass, a logging call) before the real forward+backward."""
+    x, y = batch
+    model(x).sum().item()  # the bug: should be under torch.no_grad()
+    loss = F.mse_loss(model(x), y)
+    (loss * scale).backward()
+    return loss.item()
+
+
 def step_tokens(model, batch, step, rank, fixes, scale):
     tokens, targets = batch
     logits = model(tokens)
@@ -449,6 +516,20 @@ def _scenarios() -> dict[str, Scenario]:
             description="variant of fix 4: aux still computed in forward, not returned",
         ),
         Scenario(
+            "unused_output_in_object",
+            AuxOutputInObject,
+            step_object_output,
+            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH),
+            description="forward returns a plain object DDP cannot search; aux ignored",
+        ),
+        Scenario(
+            "loss_from_hooked_features",
+            HookedFeatures,
+            step_hooked_features,
+            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH),
+            description="loss built from forward-hook features, not from forward's output",
+        ),
+        Scenario(
             "multitask_missing_loss",
             TwoTasks,
             make_step_multitask(),
@@ -473,9 +554,23 @@ def _scenarios() -> dict[str, Scenario]:
                 NO_SYNC_FIRST,
                 ZERO_WEIGHT_AUX,
                 f"{ZERO_WEIGHT_AUX}+{STATIC_GRAPH}",
+            ),
+            description="two forward+backward per step, loss1 from the intermediate features",
+        ),
+        Scenario(
+            "two_backward_intermediate_head",
+            FeatureHeadThenOutput,
+            step_two_backward_two_forwards,
+            fixes_to_measure=(
+                "",
+                FIND_UNUSED,
+                SUM_LOSSES,
+                NO_SYNC_FIRST,
+                f"{NO_SYNC_FIRST}+{FIND_UNUSED}",
+                ZERO_WEIGHT_AUX,
                 f"{ZERO_WEIGHT_AUX}+{FIND_UNUSED}",
             ),
-            description="two forward+backward per step, loss1 from an intermediate logit",
+            description="as two_backward_intermediate, loss1 through a head loss2 misses",
         ),
         Scenario(
             "two_backward_retain_graph",
@@ -558,6 +653,13 @@ def _scenarios() -> dict[str, Scenario]:
             after_wrap=tie_after_wrap,
             fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH),
             description="lm_head.weight = emb.weight assigned after DDP(...)",
+        ),
+        Scenario(
+            "extra_forward_no_backward",
+            Clean,
+            step_extra_forward,
+            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH),
+            description="a second forward with grad enabled and no backward each step",
         ),
         Scenario(
             "clean_with_find_unused",
