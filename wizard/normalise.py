@@ -21,6 +21,8 @@ _SPACE_RUN = re.compile(r"\s+")
 
 @dataclass(frozen=True)
 class Line:
+    """One cleaned line of a log."""
+
     number: int  # 1-based line number in the source, for "file:line" references
     rank: int | None  # from a launcher prefix, when there was one
     text: str

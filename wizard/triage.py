@@ -25,6 +25,7 @@ HEAD_SIZE = 64 << 10  # the start of a log often says the torch version
 MAX_FINDINGS = 200  # distinct findings kept; repeats are counted instead
 BLOCK_LINES = 40  # lines after an anchor that can still belong to the same message
 TRACEBACK_LINES = 400  # lines before an anchor searched for the traceback
+LINES_ABOVE_TRACEBACK = 3  # lines above a traceback that may say which process raised it
 
 _CONTROL_BYTES = bytes(b for b in range(256) if b < 32 and b not in (9, 10, 13, 27) or b == 127)
 _TRACEBACK_START = "Traceback (most recent call last)"
@@ -34,6 +35,8 @@ _CARETS = re.compile(r"^\s*[~^]+\s*$")
 
 @dataclass(frozen=True)
 class UserFrame:
+    """A traceback frame in the user's own code."""
+
     file: str
     line: int
     function: str
@@ -42,6 +45,8 @@ class UserFrame:
 
 @dataclass(frozen=True)
 class Finding:
+    """One DDP error found in a log, with what it reveals."""
+
     family: str
     source: str
     line: int
@@ -69,6 +74,8 @@ class Finding:
 
 @dataclass(frozen=True)
 class TriageResult:
+    """All findings of one triage, merged over its sources."""
+
     findings: tuple[Finding, ...]
     facts: Mapping[str, Any]
     bytes_read: int
@@ -170,15 +177,21 @@ class _Analyser:
         return block
 
     def _context(self, lines: list[Line], index: int) -> list[Line]:
-        """Same-rank lines before the anchor, back to the start of its traceback."""
+        """Same-rank lines before the anchor, back to the start of its traceback and the
+        few lines above it (spawn's "-- Process 1 terminated with the following error:")."""
         rank = lines[index].rank
         context: list[Line] = []
+        above = None  # lines still taken once the traceback's start is reached
         for j in range(index - 1, max(-1, index - 1 - TRACEBACK_LINES), -1):
             if lines[j].rank != rank:
                 continue
             context.append(lines[j])
-            if lines[j].text.lstrip().startswith(_TRACEBACK_START):
-                break
+            if above is not None:
+                above -= 1
+                if above == 0:
+                    break
+            elif lines[j].text.lstrip().startswith(_TRACEBACK_START):
+                above = LINES_ABOVE_TRACEBACK
         context.reverse()
         return context
 
