@@ -1,0 +1,416 @@
+"""The interactive `ddp-doctor` session: paste, describe, a short interview, the report.
+
+The only module that imports questionary (and prompt_toolkit), lazily, so `triage` and the
+other commands never pay for it. The session decides nothing about DDP itself: it loops
+`engine.next_question` -> ask -> `engine.apply_answer` and hands the facts to
+`engine.diagnose` and the shared renderer.
+
+Input conventions (documented in the README):
+- The paste prompt reads lines until an empty line. Terminals send a paste as one
+  bracketed block, so blank lines inside a traceback do not end it; typed input ends at the
+  first empty line. Ctrl-D after some lines ends the paste too; Ctrl-D (EOF) with nothing
+  pasted, like Ctrl-C at any prompt, leaves the session with exit code 130.
+- Every select offers "back" once something was answered: it undoes the last answer.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wizard import engine
+from wizard.engine import AskedQuestion
+from wizard.i18n import tr
+
+EXIT_OK = 0
+EXIT_INTERRUPTED = 130
+DEFAULT_REPORT = "ddp-doctor-report.md"
+DEFAULT_FAMILY = "unfinished_reduction"  # the error this tool is about, when nothing was pasted
+_BACK = "\x00back"  # a select value no rules option can have
+
+
+class _Quit(Exception):
+    """Ctrl-C or Ctrl-D/EOF at a prompt: leave quietly."""
+
+
+@dataclass
+class _Step:
+    asked: AskedQuestion
+    value: str
+    facts_before: dict[str, Any]
+
+
+@dataclass
+class _State:
+    facts: dict[str, Any]
+    modules: tuple[str, ...] = ()
+    triage: Any = None
+    paste: str | None = None
+    paste_path: str | None = None  # given with --paste: reused, never copied
+    description: str = ""
+    text_facts: dict[str, Any] = field(default_factory=dict)
+    history: list[_Step] = field(default_factory=list)
+
+    @property
+    def answers(self) -> dict[str, str]:
+        return {step.asked.key: step.value for step in self.history}
+
+
+# ---------------------------------------------------------------------------- entry point
+
+
+def run_session(
+    kb,
+    lang: str,
+    paste_path: str | None = None,
+    save_path: str | None = None,
+    *,
+    console=None,
+    prompt_input=None,
+    prompt_output=None,
+) -> int:
+    """Run the interview; returns the exit code.
+
+    `console` (a rich Console), `prompt_input` and `prompt_output` (prompt_toolkit) default
+    to the terminal; tests pass a pipe input and a recording console.
+    """
+    if console is None:
+        from rich.console import Console
+
+        console = Console(highlight=False)
+    session = _Session(kb, lang, console, prompt_input, prompt_output)
+    try:
+        return session.run(paste_path, save_path)
+    except (_Quit, KeyboardInterrupt, EOFError):
+        console.print()
+        console.print(tr(kb, "session_interrupted", lang), style="dim")
+        return EXIT_INTERRUPTED
+
+
+# ---------------------------------------------------------------------------- the session
+
+
+class _Session:
+    def __init__(self, kb, lang: str, console, prompt_input, prompt_output):
+        self.kb, self.lang, self.console = kb, lang, console
+        self.io: dict[str, Any] = {}
+        if prompt_input is not None:
+            self.io["input"] = prompt_input
+        if prompt_output is not None:
+            self.io["output"] = prompt_output
+
+    def t(self, key: str, **fields: Any) -> str:
+        return tr(self.kb, key, self.lang, **fields)
+
+    # -------------------------------------------------------------- flow
+
+    def run(self, paste_path: str | None, save_path: str | None) -> int:
+        self.console.print(self.t("session_welcome"), style="bold")
+        self.console.print(self.t("session_quit_hint"), style="dim")
+        state = self.start(paste_path)
+        if state.triage is None or not state.triage.findings:
+            self.describe(state)
+        self.interview(state)
+        diagnosis = engine.diagnose(self.kb, state.triage, state.facts, state.answers)
+        self.report(diagnosis)
+        self.save(state, diagnosis, save_path)
+        return EXIT_OK
+
+    def start(self, paste_path: str | None) -> _State:
+        from wizard.triage import triage_text
+
+        if paste_path:
+            from wizard.cli import DEFAULT_MAX_BYTES, read_sources
+
+            result = read_sources(self.kb, [paste_path], self.lang, DEFAULT_MAX_BYTES)
+            paste = None
+        else:
+            paste = self.read_paste()
+            result = triage_text(self.kb, paste) if paste else None
+        if result is not None and result.findings:
+            facts = dict(result.facts)
+            self.show_findings(result)
+        else:
+            if result is not None:
+                self.console.print(self.t("session_paste_unknown"), style="yellow")
+            facts = {"family": DEFAULT_FAMILY}
+        modules = result.unused_modules if result is not None else ()
+        return _State(facts, modules, result, paste, paste_path)
+
+    def describe(self, state: _State) -> None:
+        text = self.ask_text(self.t("session_describe_prompt"))
+        if not text.strip():
+            return
+        state.description = text.strip()
+        found = engine.facts_from_text(self.kb, state.description)
+        if not found:
+            self.console.print(self.t("session_describe_nothing"), style="dim")
+            return
+        state.text_facts = found
+        state.facts.update(found)
+        self.console.print(self.t("session_describe_understood"), style="green")
+        for question, option in _explain_facts(self.kb, found):
+            line = f"  ✓ {question.text.get(self.lang)} → {option.label.get(self.lang)}"
+            self.console.print(line.replace("{module}", "…"), style="dim", markup=False)
+
+    def interview(self, state: _State) -> None:
+        while True:
+            answered = [step.asked.key for step in state.history]
+            asked = engine.next_question(
+                self.kb, state.facts, answered, state.modules, len(state.history)
+            )
+            if asked is None:
+                return
+            value = self.ask_question(asked, len(state.history) + 1, bool(state.history))
+            if value == _BACK:
+                last = state.history.pop()
+                state.facts = last.facts_before
+                continue
+            updated = engine.apply_answer(state.facts, asked, value)
+            if updated is None:  # cannot happen: the choices are the rules' options
+                updated = dict(state.facts)
+            state.history.append(_Step(asked, value, dict(state.facts)))
+            state.facts = updated
+
+    def report(self, diagnosis) -> None:
+        from wizard.render import build_report, print_rich
+
+        self.console.print()
+        print_rich(self.kb, build_report(self.kb, diagnosis, self.lang), self.console)
+
+    def save(self, state: _State, diagnosis, save_path: str | None) -> None:
+        if save_path is None:
+            self.console.print()
+            if not self.ask_confirm(self.t("session_save_confirm"), default=True):
+                self.print_reproduce(state, None, None)
+                return
+            save_path = self.ask_text(self.t("session_save_path"), default=DEFAULT_REPORT)
+            save_path = save_path.strip() or DEFAULT_REPORT
+        written = self.write_files(state, diagnosis, save_path)
+        if written is None:
+            self.print_reproduce(state, None, None)
+            return
+        answers_path, paste_path = written
+        self.console.print(
+            self.t("session_saved", path=save_path, answers=answers_path), style="green"
+        )
+        self.print_reproduce(state, answers_path, paste_path)
+
+    # -------------------------------------------------------------- pieces
+
+    def show_findings(self, result) -> None:
+        from rich.text import Text
+
+        for finding in result.findings[:3]:
+            family = self.kb.family(finding.family)
+            title = family.title.get(self.lang) if family else finding.family
+            line = Text("✓ ", style="green")
+            line.append(self.t("session_found", family=title), style="bold")
+            if finding.ranks:
+                line.append("  " + self.t("session_found_ranks", ranks=_join(finding.ranks)))
+            self.console.print(line)
+            names = finding.unused_parameter_names
+            if names:
+                shown = ", ".join(names[:6]) + (f" (+{len(names) - 6})" if len(names) > 6 else "")
+                self.console.print(
+                    "  " + self.t("session_found_names", names=shown), style="dim", markup=False
+                )
+            elif finding.unused_parameter_indices:
+                indices = _join(finding.unused_parameter_indices[:12])
+                self.console.print(
+                    "  " + self.t("session_found_indices", indices=indices),
+                    style="dim",
+                    markup=False,
+                )
+            if finding.unused_modules:
+                self.console.print(
+                    "  "
+                    + self.t("session_found_modules", modules=", ".join(finding.unused_modules)),
+                    style="cyan",
+                    markup=False,
+                )
+
+    def print_reproduce(self, state: _State, answers_path: str | None, paste_path: str | None):
+        answers = _answers_for_file(self.kb, state)
+        parts = ["ddp-doctor", "--lang", self.lang]
+        if answers_path:
+            parts += ["--answers", shlex.quote(answers_path)]
+        else:
+            inline = "{" + ", ".join(f"{k}: {v}" for k, v in answers.items()) + "}"
+            parts += ["--answers", f"<(echo {shlex.quote(inline)})"]
+        if paste_path:
+            parts += ["--paste", shlex.quote(paste_path)]
+        elif state.paste or state.paste_path:
+            parts += ["--paste", "error.txt"]
+        self.console.print(self.t("session_reproduce"), style="dim")
+        self.console.print("  " + " ".join(parts), style="bold", markup=False, soft_wrap=True)
+
+    def write_files(self, state: _State, diagnosis, save_path: str):
+        """Write the report, the answers and the paste; None (after a message) on failure."""
+        import yaml
+
+        from wizard.render import build_report, to_markdown
+
+        report = Path(save_path)
+        stem = report.with_suffix("") if report.suffix else report
+        answers_path = f"{stem}.answers.yaml"
+        paste_path = state.paste_path
+        try:
+            report.write_text(
+                to_markdown(self.kb, build_report(self.kb, diagnosis, self.lang)), encoding="utf-8"
+            )
+            Path(answers_path).write_text(
+                yaml.safe_dump(
+                    _answers_for_file(self.kb, state), allow_unicode=True, sort_keys=False
+                ),
+                encoding="utf-8",
+            )
+            if state.paste and not paste_path:
+                paste_path = f"{stem}.error.txt"
+                Path(paste_path).write_text(state.paste, encoding="utf-8")
+        except OSError as exc:
+            self.console.print(
+                tr(self.kb, "err_cannot_write", self.lang, path=save_path, reason=exc.strerror),
+                style="red",
+                markup=False,
+            )
+            return None
+        return answers_path, paste_path
+
+    # -------------------------------------------------------------- prompts
+
+    def read_paste(self) -> str:
+        """Lines until an empty one; '' when the user skips."""
+        from prompt_toolkit import PromptSession
+
+        self.console.print()
+        self.console.print(self.t("session_paste_prompt"), style="bold")
+        prompt = PromptSession(**self.io)
+        lines: list[str] = []
+        while True:
+            try:
+                line = prompt.prompt("> " if not lines else "  ")
+            except EOFError:
+                if lines:  # Ctrl-D after a paste ends it
+                    break
+                raise _Quit from None
+            except KeyboardInterrupt:
+                raise _Quit from None
+            if not line.strip():
+                break
+            lines.append(line)
+        return "\n".join(lines)
+
+    def ask_text(self, message: str, default: str = "") -> str:
+        import questionary
+
+        question = questionary.text(message, default=default, qmark="›", **self.io)
+        return _run(question)
+
+    def ask_confirm(self, message: str, default: bool) -> bool:
+        import questionary
+
+        question = questionary.confirm(message, default=default, qmark="›", **self.io)
+        return bool(_run(question))
+
+    def ask_question(self, asked: AskedQuestion, number: int, can_go_back: bool) -> str:
+        import questionary
+
+        question = asked.question
+        text = _fill(question.text.get(self.lang), asked.fields)
+        self.console.print()
+        if question.help is not None:
+            self.console.print(
+                _fill(question.help.get(self.lang), asked.fields), style="dim", markup=False
+            )
+        if question.kind == "text":
+            return _run(questionary.text(text, qmark=f"{number}.", **self.io))
+        choices = [
+            questionary.Choice(_fill(o.label.get(self.lang), asked.fields), value=o.value)
+            for o in question.options
+        ]
+        if can_go_back:
+            choices += [
+                questionary.Separator(" "),
+                questionary.Choice(self.t("session_back"), _BACK),
+            ]
+        select = questionary.select(
+            text,
+            choices=choices,
+            default=choices[0],
+            qmark=f"{number}.",
+            instruction=self.t("session_select_hint"),
+            **self.io,
+        )
+        return _run(select)
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _run(question) -> Any:
+    """Ask; Ctrl-C and Ctrl-D (EOF) both raise _Quit instead of returning None."""
+    from prompt_toolkit.key_binding import KeyBindings, merge_key_bindings
+
+    extra = KeyBindings()
+
+    @extra.add("c-d", eager=True)
+    def _eof(event) -> None:
+        buffer = event.app.current_buffer
+        if buffer is None or not buffer.text:
+            event.app.exit(exception=EOFError, style="class:aborting")
+        else:
+            buffer.delete()
+
+    app = question.application
+    app.key_bindings = merge_key_bindings([app.key_bindings, extra])
+    try:
+        answer = question.unsafe_ask()
+    except (KeyboardInterrupt, EOFError):
+        raise _Quit from None
+    if answer is None:
+        raise _Quit
+    return answer
+
+
+def _fill(template: str, fields: Mapping[str, str]) -> str:
+    try:
+        return template.format(**fields) if fields else template
+    except (KeyError, IndexError, ValueError):
+        return template
+
+
+def _join(values) -> str:
+    return ", ".join(str(v) for v in values)
+
+
+def _explain_facts(kb, facts: Mapping[str, Any]):
+    """(question, option) pairs that say in the rules' words what a description set."""
+    out = []
+    remaining = dict(facts)
+    for question in kb.questions:
+        for option in question.options:
+            if option.sets and all(remaining.get(k, object()) == v for k, v in option.sets.items()):
+                out.append((question, option))
+                for key in option.sets:
+                    remaining.pop(key, None)
+                break
+    return out
+
+
+def _answers_for_file(kb, state: _State) -> dict[str, str]:
+    """The answers that reproduce this session with `--answers`.
+
+    Facts the description set are written as the answers that set them, so the file
+    reproduces the diagnosis without the sentence; answers given in the interview win.
+    """
+    answers: dict[str, str] = {}
+    for question, option in _explain_facts(kb, state.text_facts):
+        if question.for_each is None:
+            answers[question.id] = option.value
+    answers.update(state.answers)
+    return answers
