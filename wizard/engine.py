@@ -236,12 +236,55 @@ def _entropy(ranked: tuple[RankedCause, ...]) -> float:
     return -sum(r.probability * math.log(r.probability) for r in ranked if r.probability > 0)
 
 
-def expected_entropy(kb: KnowledgeBase, facts: Mapping[str, Any], asked: AskedQuestion) -> float:
-    """Mean entropy over the cause distribution after each informative answer."""
+def expected_entropy(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    asked: AskedQuestion,
+    follow_ups: Iterable[AskedQuestion] = (),
+) -> float:
+    """Entropy about the cause left after the answer, averaged over the likely answers.
+
+    The evidence weights are log-likelihood ratios, so a cause that an answer would raise
+    by `w` makes that answer `e**w` times more likely than an answer that leaves it alone:
+    P(answer) = sum over causes of P(cause) * softmax over answers of the cause's score change.
+    Weighting by it makes the interview ask first about the causes that are likely, instead
+    of chasing an improbable one.
+
+    `follow_ups` are questions not open yet: an answer that opens one (multi-task "yes"
+    opens "are all the losses summed?") is worth what that follow-up would then leave, so
+    a question whose value lies in its follow-up is not passed over.
+    """
+    follow_ups = list(follow_ups)
     outcomes = [o for o in asked.options if o.sets]
     if not outcomes:
         return math.inf
-    return sum(_entropy(rank_causes(kb, {**facts, **o.sets})) for o in outcomes) / len(outcomes)
+    before = rank_causes(kb, facts)
+    after = [rank_causes(kb, {**facts, **o.sets}) for o in outcomes]
+    scores_after = [{r.id: r.score for r in ranked} for ranked in after]
+    p_outcome = [0.0] * len(outcomes)
+    for cause in before:
+        deltas = [scores[cause.id] - cause.score for scores in scores_after]
+        top = max(deltas)
+        weights = [math.exp(d - top) for d in deltas]
+        total = sum(weights)
+        for i, weight in enumerate(weights):
+            p_outcome[i] += cause.probability * weight / total
+    left = []
+    for option, ranked in zip(outcomes, after):
+        entropy = _entropy(ranked)
+        opened = {**facts, **option.sets}
+        for follow_up in follow_ups:
+            if condition_holds(follow_up.question.ask_when, opened) and not _settled(
+                follow_up, opened
+            ):
+                entropy = min(entropy, expected_entropy(kb, opened, follow_up))
+        left.append(entropy)
+    return sum(p * h for p, h in zip(p_outcome, left))
+
+
+def _settled(asked: AskedQuestion, facts: Mapping[str, Any]) -> bool:
+    question = asked.question
+    return bool(question.fact) and question.for_each is None and question.fact in facts
 
 
 def next_question(
@@ -264,7 +307,14 @@ def next_question(
     ranked = rank_causes(kb, facts)
     if diagnostic and asked_count < diagnose_budget and not leads_clearly(kb, ranked):
         current = _entropy(ranked)
-        scored = [(expected_entropy(kb, facts, a), i, a) for i, a in enumerate(diagnostic)]
+        closed = [
+            a
+            for a in instantiate(kb, modules)
+            if a.question.purpose == "diagnose"
+            and a.key not in answered
+            and not condition_holds(a.question.ask_when, facts)
+        ]
+        scored = [(expected_entropy(kb, facts, a, closed), i, a) for i, a in enumerate(diagnostic)]
         best_entropy, _, best = min(scored, key=lambda item: (item[0], item[1]))
         if best_entropy < current - 1e-6:
             return best

@@ -16,7 +16,6 @@ Input conventions (documented in the README):
 from __future__ import annotations
 
 import shlex
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
