@@ -412,10 +412,10 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)  # before importing the rest: `--help` needs none of it
     from wizard.kb import RulesError, load
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
     lang = _lang(args)
     kb = None
     try:

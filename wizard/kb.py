@@ -1,25 +1,29 @@
 """Load the YAML knowledge base into typed, frozen objects.
 
 The rules are read once per process. Parsing YAML is the slowest part of start-up, so the
-validated raw data is cached as JSON, keyed by the rules files' bytes (see `_cache_path`);
+validated raw data is cached as JSON, keyed by the rules files' bytes (see `_cache_key`);
 a changed rules file simply misses the cache. A broken rules file raises `RulesError` with
 the file, the line and what is wrong, never a traceback.
+
+Start-up matters (`ddp-doctor triage` runs on busy login nodes), so a cache hit imports
+neither PyYAML, nor pathlib, nor hashlib (OpenSSL), nor the schema checker: paths are plain
+strings here and the rest is imported where a cache miss needs it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wizard import __version__
-from wizard.rules_check import check_rules
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 LANGS = ("en", "zh")
 RULE_FILES = ("signatures.yaml", "causes.yaml", "fixes.yaml", "questions.yaml")
@@ -38,6 +42,8 @@ class RulesError(Exception):
 
 @dataclass(frozen=True)
 class Text:
+    """A user-facing text in both languages."""
+
     en: str
     zh: str
 
@@ -47,18 +53,24 @@ class Text:
 
 @dataclass(frozen=True)
 class Example:
+    """A positive or negative example of a signature: inline text or a fixture file."""
+
     text: str | None = None
     file: str | None = None  # relative to tests/
 
 
 @dataclass(frozen=True)
 class FactRule:
+    """A regex over an error message that, when it matches, sets facts."""
+
     pattern: re.Pattern
     sets: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
 class Family:
+    """One error family: how to recognise it in a log and what it implies."""
+
     id: str
     severity: str
     title: Text
@@ -73,6 +85,8 @@ class Family:
 
 @dataclass(frozen=True)
 class Extractor:
+    """A regex that pulls a value (ranks, parameter names, version) out of a message."""
+
     field: str
     pattern: re.Pattern
     split: str | None = None
@@ -88,6 +102,8 @@ class Hint:
 
 @dataclass(frozen=True)
 class Evidence:
+    """A condition on the facts that raises (or lowers) a cause's score."""
+
     when: Mapping[str, Any]
     weight: float
     reason: Text | None
@@ -95,6 +111,8 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Cause:
+    """A root cause of the error, with the evidence for it and the fixes that cure it."""
+
     id: str
     title: Text
     explanation: Text
@@ -105,12 +123,16 @@ class Cause:
 
 @dataclass(frozen=True)
 class Snippet:
+    """The code of a fix for one framework."""
+
     language: str
     code: Text
 
 
 @dataclass(frozen=True)
 class Fix:
+    """A fix or a diagnostic step, with why it works and what it costs."""
+
     id: str
     kind: str  # fix | diagnostic
     title: Text
@@ -123,6 +145,8 @@ class Fix:
 
 @dataclass(frozen=True)
 class Option:
+    """One answer to an interview question and the facts it sets."""
+
     value: str
     label: Text
     sets: Mapping[str, Any]
@@ -130,6 +154,8 @@ class Option:
 
 @dataclass(frozen=True)
 class Question:
+    """An interview question."""
+
     id: str
     kind: str  # select | text
     purpose: str  # diagnose | tailor
@@ -144,6 +170,8 @@ class Question:
 
 @dataclass(frozen=True)
 class Keyword:
+    """Words in a free-text description that imply facts (`ddp-doctor ask`)."""
+
     substrings: tuple[str, ...]  # lower-cased
     regexes: tuple[re.Pattern, ...]
     sets: Mapping[str, Any]
@@ -151,6 +179,8 @@ class Keyword:
 
 @dataclass(frozen=True)
 class KnowledgeBase:
+    """Everything the rules say, validated and frozen."""
+
     families: tuple[Family, ...]
     extractors: tuple[Extractor, ...]
     hints: tuple[Hint, ...]
@@ -178,37 +208,51 @@ class KnowledgeBase:
 
 def builtin_rules_dir() -> Path:
     """The rules shipped with the package: `wizard/rules` in a wheel, `rules/` in a checkout."""
-    here = Path(__file__).resolve().parent
-    packaged = here / "rules"
-    return packaged if packaged.is_dir() else here.parent / "rules"
+    from pathlib import Path
+
+    return Path(_builtin_rules_dir())
 
 
-def _rule_paths(rules_dir: Path) -> list[Path]:
-    paths = [rules_dir / name for name in RULE_FILES if (rules_dir / name).is_file()]
-    messages = rules_dir / MESSAGES_DIR
-    if messages.is_dir():
-        paths += sorted(messages.glob("*.yaml"))
+def _builtin_rules_dir() -> str:
+    here = os.path.dirname(os.path.realpath(__file__))
+    packaged = os.path.join(here, "rules")
+    return packaged if os.path.isdir(packaged) else os.path.join(os.path.dirname(here), "rules")
+
+
+def _rule_paths(rules_dir: str) -> list[str]:
+    paths = [os.path.join(rules_dir, name) for name in RULE_FILES]
+    paths = [p for p in paths if os.path.isfile(p)]
+    messages = os.path.join(rules_dir, MESSAGES_DIR)
+    if os.path.isdir(messages):
+        paths += sorted(
+            os.path.join(messages, name) for name in os.listdir(messages) if name.endswith(".yaml")
+        )
     return paths
+
+
+def _read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
 
 
 # ---------------------------------------------------------------------------- reading
 
 
-def _read_yaml(path: Path) -> Any:
+def _read_yaml(path: str) -> Any:
     import yaml  # lazily: a cache hit never needs PyYAML
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~11x faster
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read_text(path)
     except (OSError, UnicodeDecodeError) as exc:
-        raise RulesError(str(path), None, f"cannot read: {exc}") from None
+        raise RulesError(path, None, f"cannot read: {exc}") from None
     try:
         return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader, never the full one
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise RulesError(str(path), line, f"invalid YAML: {problem}") from None
+        raise RulesError(path, line, f"invalid YAML: {problem}") from None
 
 
 def _merge_by_id(base: list, extra: list) -> list:
@@ -224,17 +268,21 @@ def _merge_by_id(base: list, extra: list) -> list:
     return merged
 
 
-def _read_raw(rules_dirs: list[Path]) -> dict[str, Any]:
+def _read_raw(rules_dirs: list[str]) -> dict[str, Any]:
     """Read and merge every rules file; validate each file before merging."""
+    from wizard.rules_check import check_rules  # only a cache miss validates
+
     raw: dict[str, Any] = {"messages": {}}
     for rules_dir in rules_dirs:
         for path in _rule_paths(rules_dir):
             data = _read_yaml(path)
-            kind = "messages" if path.parent.name == MESSAGES_DIR else path.stem
+            name = os.path.basename(path)
+            in_messages = os.path.basename(os.path.dirname(path)) == MESSAGES_DIR
+            kind = "messages" if in_messages else os.path.splitext(name)[0]
             problem = check_rules(kind, data)
             if problem is not None:
                 where, message = problem
-                raise RulesError(str(path), _line_of(path, where), message)
+                raise RulesError(path, _line_of(path, where), message)
             if kind == "messages":
                 for key, value in data.items():
                     raw["messages"][key] = value
@@ -250,12 +298,12 @@ def _read_raw(rules_dirs: list[Path]) -> dict[str, Any]:
     return raw
 
 
-def _line_of(path: Path, where: tuple) -> int | None:
+def _line_of(path: str, where: tuple) -> int | None:
     """The line of the YAML node at `where` (a path of keys and indices), for error messages."""
     import yaml
 
     try:
-        node = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+        node = yaml.compose(_read_text(path), Loader=yaml.SafeLoader)
     except (yaml.YAMLError, OSError, UnicodeDecodeError):
         return None
     line = node.start_mark.line + 1 if node is not None else None
@@ -272,7 +320,7 @@ def _line_of(path: Path, where: tuple) -> int | None:
     return line
 
 
-def _check_references(raw: dict[str, Any], rules_dirs: list[Path]) -> None:
+def _check_references(raw: dict[str, Any], rules_dirs: list[str]) -> None:
     """Cross-file checks: every fix a cause names exists."""
     fix_ids = {f["id"] for f in raw.get("fixes", [])}
     for index, cause in enumerate(raw.get("causes", [])):
@@ -281,50 +329,58 @@ def _check_references(raw: dict[str, Any], rules_dirs: list[Path]) -> None:
                 path = _find_file(rules_dirs, "causes.yaml")
                 line = _line_of(path, ("causes", index, "fixes")) if path else None
                 raise RulesError(
-                    str(path or "causes.yaml"),
+                    path or "causes.yaml",
                     line,
                     f"cause {cause['id']!r} names unknown fix {fix_id!r}",
                 )
 
 
-def _find_file(rules_dirs: list[Path], name: str) -> Path | None:
-    found = [d / name for d in rules_dirs if (d / name).is_file()]
+def _find_file(rules_dirs: list[str], name: str) -> str | None:
+    found = [os.path.join(d, name) for d in rules_dirs if os.path.isfile(os.path.join(d, name))]
     return found[-1] if found else None
 
 
 # ---------------------------------------------------------------------------- caching
 
 
-def _cache_dir() -> Path:
+def _cache_dir() -> str:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "ddp-doctor"
+    return os.path.join(base, "ddp-doctor")
 
 
-def _cache_key(paths: list[Path]) -> str:
-    digest = hashlib.sha256(__version__.encode())
+def _cache_key(paths: list[str]) -> str:
+    # BLAKE2 from its own small module: `hashlib` would first load OpenSSL (~2 ms)
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # an interpreter without it
+        from hashlib import blake2b
+    digest = blake2b(__version__.encode(), digest_size=16)
     for path in paths:
-        digest.update(str(path).encode())
+        digest.update(path.encode("utf-8", "surrogateescape") + b"\0")
         try:
-            digest.update(path.read_bytes())
+            with open(path, "rb") as handle:
+                digest.update(handle.read())
         except OSError:
             digest.update(b"<unreadable>")
-    return digest.hexdigest()[:32]
+    return digest.hexdigest()
 
 
-def _load_raw_cached(rules_dirs: list[Path]) -> dict[str, Any]:
+def _load_raw_cached(rules_dirs: list[str]) -> dict[str, Any]:
     paths = [p for d in rules_dirs for p in _rule_paths(d)]
     if os.environ.get("DDP_DOCTOR_NO_CACHE"):
         return _read_raw(rules_dirs)
-    cache_file = _cache_dir() / f"rules-{_cache_key(paths)}.json"
+    cache_dir = _cache_dir()
+    cache_file = os.path.join(cache_dir, f"rules-{_cache_key(paths)}.json")
     try:
-        return json.loads(cache_file.read_text(encoding="utf-8"))
+        return json.loads(_read_text(cache_file))
     except (OSError, ValueError):
         pass
     raw = _read_raw(rules_dirs)
     try:  # a read-only or full home directory only costs speed, never an error
-        cache_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_file.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(raw, ensure_ascii=False), encoding="utf-8")
+        os.makedirs(cache_dir, exist_ok=True)
+        tmp = f"{cache_file}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(raw, ensure_ascii=False))
         os.replace(tmp, cache_file)
     except OSError:
         pass
@@ -454,18 +510,18 @@ _LOADED: dict[tuple[str, ...], KnowledgeBase] = {}
 
 def load(extra_dir: str | os.PathLike | None = None) -> KnowledgeBase:
     """The built-in rules, extended by `extra_dir` (or $DDP_DOCTOR_RULES) when given."""
-    dirs = [builtin_rules_dir()]
+    dirs = [_builtin_rules_dir()]
     extra = extra_dir or os.environ.get(RULES_ENV)
     if extra:
-        extra_path = Path(extra)
-        if not extra_path.is_dir():
-            raise RulesError(str(extra_path), None, "rules directory not found")
+        extra_path = os.fspath(extra)
+        if not os.path.isdir(extra_path):
+            raise RulesError(extra_path, None, "rules directory not found")
         dirs.append(extra_path)
-    key = tuple(str(d) for d in dirs)
+    key = tuple(dirs)
     if key not in _LOADED:
         raw = _load_raw_cached(dirs)
         try:
             _LOADED[key] = _build(raw)
         except re.error as exc:  # check_rules compiles every regex, so only a stale cache
-            raise RulesError(str(dirs[-1]), None, f"invalid regex: {exc}") from None
+            raise RulesError(dirs[-1], None, f"invalid regex: {exc}") from None
     return _LOADED[key]
