@@ -1,0 +1,132 @@
+"""The interview without a terminal: `--answers`, `ask` and `questions`, through the installed CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from wizard.kb import load
+
+KB = load()
+FIXTURES = Path(__file__).parent / "fixtures"
+CLI = Path(sys.executable).with_name("ddp-doctor")
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    if not CLI.exists():
+        pytest.skip("ddp-doctor is not installed in this environment (pip install -e .)")
+    env = {**os.environ, "DDP_DOCTOR_LANG": "en", "NO_COLOR": "1"}
+    return subprocess.run(
+        [str(CLI), *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env=env,
+    )
+
+
+def top_cause(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["causes"][0]["id"]
+
+
+@pytest.mark.parametrize(
+    ("answers", "cause"),
+    [
+        ("step_pattern: backward_many\nbackward_from_intermediate: 'yes'\n", "multiple_backward"),
+        ("step_pattern: several_losses\nall_losses_summed: 'no'\n", "multitask_missing_loss"),
+        ("step_pattern: none\nframework: pytorch\n", "unused_module"),
+        ("requires_grad_changed: yes\n", "frozen_params"),  # a bare YAML yes works too
+    ],
+)
+def test_answers_file_gives_the_right_cause(tmp_path, answers, cause):
+    path = tmp_path / "answers.yaml"
+    path.write_text(answers, encoding="utf-8")
+    assert top_cause(run("--answers", str(path), "--json")) == cause
+
+
+def test_answers_with_a_paste_use_the_module_it_names(tmp_path):
+    fixture = FIXTURES / "real" / "unused_forward_output__info__spawn.txt"
+    if not fixture.is_file():
+        pytest.skip("real fixture not captured")
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("revealed_module:aux_head: output_ignored\nframework: lightning\n")
+    proc = run("--answers", str(answers), "--paste", str(fixture), "--json")
+    data = json.loads(proc.stdout)
+    assert top_cause(proc) == "unused_forward_output"
+    assert data["framework"] == "lightning"
+    assert data["answers"]["revealed_module:aux_head"] == "output_ignored"
+    # the snippets speak of the user's module, not a stand-in
+    assert any("model.aux_head" in fix["snippet"] for fix in data["fixes"])
+
+
+def test_answers_as_markdown_in_chinese(tmp_path):
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("step_pattern: backward_many\n")
+    proc = run("--answers", str(answers), "--format", "markdown", "--lang", "zh")
+    assert proc.returncode == 0, proc.stderr
+    assert "一个迭代里调用了两次（或更多次）" in proc.stdout
+    assert "```python" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "cause"),
+    [
+        ("我在一个循环里调用了两次 backward", "multiple_backward"),
+        ("I call backward twice per step", "multiple_backward"),
+        ("my loss only uses the first output of forward", "unused_forward_output"),
+        ("多任务训练，忘了加其中一个 loss", "multitask_missing_loss"),
+    ],
+)
+def test_ask_turns_a_sentence_into_a_diagnosis(text, cause):
+    assert top_cause(run("ask", text, "--json")) == cause
+
+
+def test_ask_that_understands_nothing_says_how_to_go_on():
+    proc = run("ask", "hello there")
+    assert proc.returncode == 1
+    assert "ddp-doctor" in proc.stdout
+
+
+def test_questions_lists_ids_and_option_values():
+    proc = run("questions", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {row["id"]: row for row in json.loads(proc.stdout)}
+    assert set(rows) == {q.id for q in KB.questions}
+    for question in KB.questions:
+        values = [o["value"] for o in rows[question.id]["options"]]
+        assert values == [o.value for o in question.options]
+        assert "unsure" in values or question.kind == "text"
+    assert rows["revealed_module"]["per_module"] is True
+    plain = run("questions", "--lang", "zh")
+    assert "每个训练 step 调用几次 `backward()`？" in plain.stdout
+
+
+@pytest.mark.parametrize(
+    "answers",
+    ["no_such_question: 'yes'\n", "backward_calls: seven\n"],
+    ids=["unknown-id", "unknown-value"],
+)
+def test_unknown_answers_are_a_usage_error(tmp_path, answers):
+    path = tmp_path / "answers.yaml"
+    path.write_text(answers)
+    proc = run("--answers", str(path))
+    assert proc.returncode == 2
+    bad = answers.split(":")[0] if "no_such" in answers else "backward_calls=seven"
+    assert bad in proc.stderr
+    assert "ddp-doctor questions" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_without_a_terminal_the_interview_refuses_with_a_hint():
+    proc = run()
+    assert proc.returncode == 5
+    assert "triage" in proc.stderr and "--answers" in proc.stderr
+    assert "Traceback" not in proc.stderr
