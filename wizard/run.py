@@ -115,6 +115,7 @@ class _OutputStream:
         self.scanner = scanner
         self.pending = bytearray()
         self.forwarding = True
+        self.reader_left = False  # our own reader closed the pipe (`| head`)
         self.last_byte = b"\n"  # nothing written yet counts as "at the start of a line"
         self.last_write = 0  # ordinal of the last write, to tell which stream wrote last
 
@@ -142,6 +143,7 @@ class _OutputStream:
                 # `ddp-doctor run -- job | head`: the reader left. Close our end too, so the
                 # job meets the broken pipe exactly as it would without the wrapper.
                 self.forwarding = False
+                self.reader_left = True
                 return False
             except OSError:
                 # e.g. the terminal went away: keep reading so the job never blocks on a
@@ -159,8 +161,9 @@ class _OutputStream:
             self.pending.clear()
 
     def close(self) -> None:
-        self.scan_pending()
-        self.pipe.close()
+        if not self.pipe.closed:
+            self.scan_pending()
+            self.pipe.close()
 
 
 # ---------------------------------------------------------------------------- signals
@@ -198,7 +201,7 @@ class _SignalForwarder:
     def attach(self, group: int) -> None:
         self.group = group
         if self.received is not None:  # arrived while the job was starting
-            self._send(self.received)
+            self.send(self.received)
 
     def detach(self) -> None:
         """The job was reaped: its group id may be reused, so send nothing more."""
@@ -219,7 +222,7 @@ class _SignalForwarder:
         self.deadline = time.monotonic() + grace
         if self.group is None:
             return  # forwarded by attach()
-        self._send(signum)
+        self.send(signum)
         kb, seconds = self.kb, f"{grace:g}"
         if signum == signal.SIGINT:  # only a terminal user can press Ctrl-C again
             _say_raw(tr(kb, "run_interrupt_forwarded", self.lang, seconds=seconds))
@@ -238,10 +241,10 @@ class _SignalForwarder:
         self.stopped_hard = True
         kb, name = self.kb, signal.Signals(signum).name
         _say_raw(tr(kb, "run_signal_escalated", self.lang, signal=name))
-        self._send(signum)
+        self.send(signum)
         self.deadline = time.monotonic() + TERM_GRACE_SECONDS if self.escalation else None
 
-    def _send(self, signum: int) -> None:
+    def send(self, signum: int) -> None:
         if self.group is None:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
@@ -265,6 +268,7 @@ class RunOutcome:
     interrupted_by: int | None  # the signal the wrapper received and passed on, if any
     result: TriageResult
     ended_mid_line: bool  # the job's last output did not end a line
+    reader_left: bool  # whoever read our output stopped reading: nobody wants more
 
 
 def exit_code_of(returncode: int) -> int:
@@ -299,7 +303,9 @@ def _pump(child: subprocess.Popen, streams: list[_OutputStream], forwarder) -> N
                 for key, _ in selector.select(POLL_SECONDS):
                     ordinal += 1
                     if not key.data.read(ordinal):
+                        # close at once: a job writing into a pipe nobody reads would block
                         selector.unregister(key.fd)
+                        key.data.close()
             else:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     child.wait(POLL_SECONDS)
@@ -345,7 +351,7 @@ def run_job(kb, argv: Sequence[str], lang: str) -> RunOutcome | int:
             returncode = child.wait()
         finally:
             if child.returncode is None:  # the wrapper itself failed: do not orphan the job
-                forwarder._send(signal.SIGKILL)
+                forwarder.send(signal.SIGKILL)
                 child.wait()
             forwarder.detach()
     job_code = exit_code_of(returncode)
@@ -361,6 +367,7 @@ def run_job(kb, argv: Sequence[str], lang: str) -> RunOutcome | int:
         interrupted_by=forwarder.received,
         result=summarise(kb, [s.scanner for s in streams]),
         ended_mid_line=any(s.last_byte != b"\n" for s in (last, streams[1])),
+        reader_left=any(s.reader_left for s in streams),
     )
 
 
@@ -405,7 +412,7 @@ def report(
         sys.stderr.write("\n")  # after a progress bar's `\r`, start on a line of our own
     if explained:
         _print_diagnosis(kb, diagnosis, outcome, argv, lang, fmt)
-    elif failed and outcome.interrupted_by is None:
+    elif failed and outcome.interrupted_by is None and not outcome.reader_left:
         _say(tr(kb, "run_no_known_error", lang, code=outcome.job_exit_code))
     if not explained and any(f.family == UNUSED_FLAG_WARNING for f in outcome.result.findings):
         if outcome.ended_mid_line and not failed:
