@@ -1,0 +1,281 @@
+"""Benchmarks for ddp-doctor: start-up against a bare interpreter, big logs against grep.
+
+    python bench/run.py                  # everything (start-up, then 100 MB and 1 GB logs)
+    python bench/run.py startup --runs 40
+    python bench/run.py biglog --sizes 100M,1G --keep-logs /tmp/ddp-logs
+
+Every figure is compared with a baseline measured in the same run, interleaved with it, so
+that a busy machine slows both alike: `python -c pass` for start-up, `grep -c` on the same
+file for big logs. Results are printed as markdown tables (paste them into RESULTS.md).
+
+Start-up is measured in a fresh venv with ddp-doctor installed from a wheel, as a user has
+it: an editable install (`pip install -e .`) adds an import hook to every start, bare
+`python -c pass` included, which would flatter the ratios. The venv borrows the
+dependencies (rich, questionary, PyYAML) from the interpreter running this script through a
+`.pth` file, so no download is needed. `--in-place` measures the running environment
+instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PASTE = ROOT / "tests" / "fixtures" / "versions" / "torch_1_10_flag_on.txt"
+ANCHOR = "Expected to have finished reduction"
+_PROMPT_READY = b"\x1b[?2004h"  # "bracketed paste on"
+
+sys.path.insert(0, str(HERE))
+from make_log import parse_size, write_log  # noqa: E402
+
+# ---------------------------------------------------------------------------- environment
+
+
+class Env:
+    """The interpreter and the `ddp-doctor` script to measure, and the environment for them."""
+
+    def __init__(self, python: str, script: str, environ: dict[str, str]):
+        self.python, self.script, self.environ = python, script, environ
+
+
+def make_env(workdir: Path, in_place: bool) -> Env:
+    environ = dict(os.environ)
+    environ["XDG_CACHE_HOME"] = str(workdir / "cache")  # a cache of our own, filled on warm-up
+    environ.pop("DDP_DOCTOR_NO_CACHE", None)
+    environ.pop("DDP_DOCTOR_RULES", None)
+    environ["LANG"] = environ["LC_ALL"] = "C.UTF-8"
+    if in_place:
+        script = shutil.which("ddp-doctor", path=str(Path(sys.executable).parent))
+        return Env(sys.executable, script or "ddp-doctor", environ)
+    wheels = workdir / "wheel"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
+        + ["-w", str(wheels), str(ROOT)],
+        check=True,
+    )
+    venv = workdir / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    wheel = next(wheels.glob("ddp_doctor-*.whl"))
+    subprocess.run(
+        [python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True
+    )
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    # the dependencies, from the interpreter running the benchmark (see the module docstring)
+    Path(purelib, "zz_bench_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return Env(python, str(venv / "bin" / "ddp-doctor"), environ)
+
+
+# ---------------------------------------------------------------------------- measuring
+
+
+def time_run(argv: list[str], env: Env, stdin: int | None = None) -> tuple[float, int]:
+    """Wall seconds and peak RSS (KiB) of one run; output is discarded."""
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        argv,
+        stdin=stdin if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env.environ,
+    )
+    _, status, usage = os.wait4(child.pid, 0)
+    elapsed = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return elapsed, usage.ru_maxrss
+
+
+def time_to_prompt(env: Env, timeout: float = 20.0) -> float | None:
+    """Seconds from spawning `ddp-doctor` in a terminal to its first question on screen."""
+    import fcntl
+    import struct
+    import termios
+
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
+    environ = dict(env.environ, PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm-256color")
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        [env.script],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=environ,
+        start_new_session=True,
+        close_fds=True,
+    )
+    os.close(slave)
+    seen = b""
+    found = None
+    try:
+        while time.perf_counter() - start < timeout:
+            ready, _, _ = select.select([master], [], [], 0.05)
+            if not ready:
+                if child.poll() is not None:
+                    break
+                continue
+            try:
+                seen += os.read(master, 65536)
+            except OSError:
+                break
+            # prompt_toolkit (under questionary) turns on bracketed paste as its first prompt
+            # starts reading keys: the moment the user can type
+            if _PROMPT_READY in seen:
+                found = time.perf_counter() - start
+                break
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        os.close(master)
+    return found
+
+
+def session_available(env: Env) -> bool:
+    probe = (
+        "import importlib.util, sys; sys.exit(importlib.util.find_spec('wizard.session') is None)"
+    )
+    return subprocess.run([env.python, "-c", probe], env=env.environ).returncode == 0
+
+
+def startup(env: Env, runs: int) -> list[tuple[str, float, str]]:
+    paste = str(PASTE)
+    commands: dict[str, list[str]] = {
+        "bare `python -c pass`": [env.python, "-c", "pass"],
+        "`ddp-doctor --help`": [env.script, "--help"],
+        "`ddp-doctor triage --json` (paste)": [env.script, "triage", "--json", paste],
+        "`ddp-doctor triage --format markdown` (paste)": [
+            env.script,
+            "triage",
+            "--format",
+            "markdown",
+            paste,
+        ],
+        "`ddp-doctor triage --format rich` (paste)": [
+            env.script,
+            "triage",
+            "--format",
+            "rich",
+            paste,
+        ],
+        "imports for the session (questionary + ours, rules loaded)": [
+            env.python,
+            "-c",
+            "import questionary, rich.console, wizard.cli, wizard.engine, wizard.render, "
+            "wizard.kb; wizard.kb.load()",
+        ],
+    }
+    no_cache = dict(env.environ, DDP_DOCTOR_NO_CACHE="1")
+    for argv in commands.values():  # warm up: page cache, .pyc files, the rules cache
+        time_run(argv, env)
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    samples["`triage --json` without the rules cache (YAML parse)"] = []
+    prompt = session_available(env)
+    if prompt:
+        samples["first interactive prompt (pty)"] = []
+        time_to_prompt(env)
+    for _ in range(runs):  # interleaved, so that load on the machine hits every row alike
+        for name, argv in commands.items():
+            samples[name].append(time_run(argv, env)[0])
+        samples["`triage --json` without the rules cache (YAML parse)"].append(
+            time_run(commands["`ddp-doctor triage --json` (paste)"], Env(env.python, "", no_cache))[
+                0
+            ]
+        )
+        if prompt:
+            seconds = time_to_prompt(env)
+            if seconds is not None:
+                samples["first interactive prompt (pty)"].append(seconds)
+    bare = statistics.median(samples["bare `python -c pass`"])
+    rows = []
+    for name, values in samples.items():
+        if not values:
+            rows.append((name, float("nan"), "no prompt seen"))
+            continue
+        median = statistics.median(values)
+        rows.append((name, median * 1000, f"{median / bare:.1f}×"))
+    return rows
+
+
+def biglog(env: Env, sizes: list[str], log_dir: Path, runs: int) -> list[tuple]:
+    grep = shutil.which("grep")
+    rows = []
+    for size in sizes:
+        for where in ("end", "start"):
+            path = log_dir / f"ddp-{size}-{where}.log"
+            if not path.exists():
+                write_log(path, parse_size(size), where)
+            with open(path, "rb") as handle:  # into the page cache, for both tools alike
+                while handle.read(16 << 20):
+                    pass
+            ours, theirs = [], []
+            for _ in range(runs):
+                if grep:
+                    theirs.append(time_run([grep, "-c", ANCHOR, str(path)], env))
+                ours.append(time_run([env.script, "triage", "--json", str(path)], env))
+            ours_s = statistics.median(t for t, _ in ours)
+            grep_s = statistics.median(t for t, _ in theirs) if theirs else float("nan")
+            rss = max(r for _, r in ours) / 1024
+            rows.append((size, where, grep_s, ours_s, ours_s / grep_s, rss, path.stat().st_size))
+    return rows
+
+
+# ---------------------------------------------------------------------------- main
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="ddp-doctor benchmarks")
+    parser.add_argument("what", nargs="?", choices=("all", "startup", "biglog"), default="all")
+    parser.add_argument("--runs", type=int, default=40, help="start-up runs per command")
+    parser.add_argument("--log-runs", type=int, default=3, help="runs per big log")
+    parser.add_argument("--sizes", default="100M,1G")
+    parser.add_argument("--keep-logs", type=Path, help="directory for the generated logs")
+    parser.add_argument("--in-place", action="store_true", help="measure this environment")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ddp-bench-") as tmp:
+        work = Path(tmp)
+        env = make_env(work, args.in_place)
+        print(
+            f"python {sys.version.split()[0]} on {os.uname().sysname} {os.uname().machine}, "
+            f"{os.cpu_count()} CPUs; {'this environment' if args.in_place else 'fresh venv'}\n"
+        )
+        if args.what in ("all", "startup"):
+            print(f"| start-up (median of {args.runs}) | ms | × bare |\n|---|---:|---:|")
+            for name, ms, ratio in startup(env, args.runs):
+                print(f"| {name} | {ms:.1f} | {ratio} |")
+            print()
+        if args.what in ("all", "biglog"):
+            log_dir = args.keep_logs or work / "logs"
+            log_dir.mkdir(parents=True, exist_ok=True)
+            print(
+                f"| log (median of {args.log_runs}) | error | grep -c s | ddp-doctor s "
+                "| × grep | peak RSS MB |\n|---|---|---:|---:|---:|---:|"
+            )
+            for size, where, grep_s, ours_s, ratio, rss, nbytes in biglog(
+                env, args.sizes.split(","), log_dir, args.log_runs
+            ):
+                print(
+                    f"| {size} ({nbytes / 1e6:,.0f} MB) | {where} | {grep_s:.2f} | {ours_s:.2f} "
+                    f"| {ratio:.1f}× | {rss:.0f} |"
+                )
+
+
+if __name__ == "__main__":
+    main()
