@@ -391,7 +391,9 @@ def _explain_facts(kb, facts: Mapping[str, Any]):
     """(question, option) pairs that say in the rules' words what a description set."""
     out = []
     remaining = dict(facts)
-    for question in kb.questions:
+    # a question that settles one fact says it best; overview questions come last
+    ordered = sorted(kb.questions, key=lambda q: q.fact is None)
+    for question in ordered:
         for option in question.options:
             if option.sets and all(remaining.get(k, object()) == v for k, v in option.sets.items()):
                 out.append((question, option))

@@ -1,0 +1,320 @@
+"""The interactive session, driven like a user: keys in, screen out.
+
+In-process runs feed keys through prompt_toolkit's pipe input (as questionary's own tests
+do) and read what rich printed; the pseudo-terminal runs start the installed `ddp-doctor`
+under pexpect and read the screen. Keys: "\\r" Enter, "\\x1b[B" down, "\\x03" Ctrl-C,
+"\\x04" Ctrl-D, "\\x15" Ctrl-U (clear the line); a terminal paste arrives bracketed.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from wizard import engine
+from wizard.kb import load
+from wizard.render import build_report
+from wizard.triage import triage_text
+
+pytest.importorskip("questionary")
+from prompt_toolkit.input import create_pipe_input  # noqa: E402
+from prompt_toolkit.output import DummyOutput  # noqa: E402
+from rich.console import Console  # noqa: E402
+
+from wizard.session import run_session  # noqa: E402
+
+KB = load()
+FIXTURES = Path(__file__).parent / "fixtures"
+CLI = Path(sys.executable).with_name("ddp-doctor")
+ENTER, DOWN, CTRL_C, CTRL_D, CTRL_U = "\r", "\x1b[B", "\x03", "\x04", "\x15"
+ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-B]|\x1b[=>]")
+
+
+def paste(text: str) -> str:
+    """What a terminal sends when the user pastes `text`."""
+    return "\x1b[200~" + text.replace("\n", "\r") + "\x1b[201~"
+
+
+def fixture_text() -> str:
+    real = FIXTURES / "real" / "two_backward_intermediate__info__spawn.txt"
+    path = real if real.is_file() else FIXTURES / "versions" / "torch_1_10_flag_on.txt"
+    return path.read_text(encoding="utf-8")
+
+
+def drive(keys: str, lang: str, width: int = 160, **kwargs) -> tuple[int, str]:
+    """Run the session in-process with `keys` typed; returns (exit code, printed text)."""
+    out = io.StringIO()
+    console = Console(file=out, width=width, highlight=False, color_system=None)
+    with create_pipe_input() as pipe:
+        pipe.send_text(keys)
+        pipe.close()  # keys run out -> EOF, so a wrong script ends (130) instead of hanging
+        code = run_session(
+            KB, lang, console=console, prompt_input=pipe, prompt_output=DummyOutput(), **kwargs
+        )
+    return code, out.getvalue()
+
+
+def flat(text: str) -> str:
+    """Panel text with borders and wrapping removed, for substring checks."""
+    text = re.sub(r"[│╭╮╰╯─]", " ", text)
+    return re.sub(r"\s+", " ", text)
+
+
+def expected(facts: dict, lang: str):
+    report = build_report(KB, engine.diagnose(KB, None, facts), lang)
+    return report.causes[0].title, report.fixes[0].code.splitlines()[0]
+
+
+def option_index(question_id: str, value: str) -> int:
+    return [o.value for o in KB.question(question_id).options].index(value)
+
+
+# ---------------------------------------------------------------------------- in-process
+
+
+def test_english_path_without_a_paste_describe_answer_save(tmp_path):
+    report = tmp_path / "report.md"
+    keys = (
+        ENTER  # no paste
+        + "my loss only uses the first output of forward"
+        + ENTER
+        + DOWN * option_index("framework", "lightning")
+        + ENTER
+        + "y"  # save
+        + CTRL_U
+        + str(report)
+        + ENTER
+    )
+    code, screen = drive(keys, "en")
+    assert code == 0, screen
+    text = flat(screen)
+    assert "Got it:" in text and "Does `forward` return outputs that the loss does not use?" in text
+    title, first_line = expected({"forward_unused_outputs": True, "framework": "lightning"}, "en")
+    assert title.replace("`", "") in text
+    assert "Likely causes" in text
+    assert "ddp_find_unused_parameters_true" in text  # the Lightning spelling
+    assert first_line.strip() in text
+    # the report, the answers and a command that reproduces the same diagnosis
+    assert report.read_text(encoding="utf-8").startswith("# ddp-doctor diagnosis")
+    answers = yaml.safe_load((tmp_path / "report.answers.yaml").read_text(encoding="utf-8"))
+    assert answers == {"forward_unused_outputs": "yes", "framework": "lightning"}
+    command = next(line.strip() for line in screen.splitlines() if "--answers" in line)
+    argv = shlex.split(command)
+    assert argv[:3] == ["ddp-doctor", "--lang", "en"]
+    if CLI.exists():
+        proc = subprocess.run(
+            [str(CLI), *argv[1:], "--json"], capture_output=True, text=True, timeout=60
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert '"unused_forward_output"' in proc.stdout.split('"causes"')[1][:200]
+
+
+# what is true of the seed article's own case (two backward calls, the first one from an
+# intermediate feature map): the honest answers to whatever the engine asks
+SEED_TRUTHS = {
+    "revealed_module_state": "used",
+    "backward_calls": "many",
+    "backward_from_intermediate": True,
+    "multitask": False,
+    "framework": "pytorch",
+}
+
+
+def honest_script(text: str, truths: dict):
+    """The questions the engine will ask after this paste, the keys that answer them
+    honestly, and the facts at the end."""
+    result = triage_text(KB, text)
+    facts, answered, script = dict(result.facts), [], []
+    while asked := engine.next_question(KB, facts, answered, result.unused_modules, len(answered)):
+        value = next(
+            (
+                o.value
+                for o in asked.options
+                if o.sets and all(truths.get(k) == v for k, v in o.sets.items())
+            ),
+            engine.UNSURE,
+        )
+        script.append((asked, DOWN * option_index(asked.question.id, value) + ENTER))
+        facts = engine.apply_answer(facts, asked, value)
+        answered.append(asked.key)
+    assert len(script) <= 4
+    return result, script, facts
+
+
+def test_chinese_path_with_a_paste():
+    text = fixture_text()
+    result, script, facts = honest_script(text, SEED_TRUTHS)
+    keys = paste(text) + ENTER + ENTER  # paste, then the empty line that ends it
+    keys += "".join(k for _, k in script) + "n"  # answers; do not save
+    code, screen = drive(keys, "zh")
+    assert code == 0, screen
+    shown = flat(screen)
+    assert "识别到" in shown
+    for module in result.unused_modules:
+        assert module in shown
+    title = KB.cause(engine.rank_causes(KB, facts)[0].id).title.zh
+    assert title.replace("`", "") in shown
+    assert "把多个 loss 加起来" in shown or "loss1 + loss2" in shown
+    assert "ddp-doctor --lang zh --answers" in shown  # the reproduce hint, even unsaved
+
+
+def test_back_undoes_the_last_answer():
+    step = KB.question("step_pattern")
+    keys = (
+        ENTER
+        + ENTER  # no paste, no description
+        + DOWN * option_index("step_pattern", "backward_many")
+        + ENTER
+        # the next question: move past its options onto "back"
+    )
+    facts = engine.apply_answer(
+        {"family": "unfinished_reduction"}, engine.AskedQuestion(step, step.id), "backward_many"
+    )
+    second = engine.next_question(KB, facts, [step.id], (), 1)
+    keys += DOWN * len(second.options) + ENTER
+    keys += DOWN * option_index("step_pattern", "freezing") + ENTER
+    keys += ENTER * 3 + "n"  # whatever follows: first option; then do not save
+    code, screen = drive(keys, "en")
+    assert code == 0, screen
+    shown = flat(screen)
+    first = shown.split("Likely causes")[1].split(" 2. ")[0]
+    # the undone answer (two backward calls) is gone; the second answer decides
+    assert KB.cause("frozen_params").title.en.replace("`", "") in first
+    assert KB.cause("multiple_backward").title.en.replace("`", "") not in first
+
+
+@pytest.mark.parametrize("key", [CTRL_C, CTRL_D], ids=["ctrl-c", "ctrl-d"])
+@pytest.mark.parametrize("where", ["paste", "select", "save"])
+def test_ctrl_c_and_ctrl_d_leave_with_130(key, where):
+    before = {"paste": "", "select": ENTER + ENTER, "save": ENTER + ENTER + ENTER * 4}[where]
+    code, screen = drive(before + key, "zh")
+    assert code == 130
+    assert "已退出" in screen
+    assert "Traceback" not in screen
+
+
+def test_ctrl_d_after_a_paste_ends_the_paste():
+    code, screen = drive(paste(fixture_text()) + ENTER + CTRL_D + ENTER * 4 + "n", "en")
+    assert code == 0, screen
+    assert "Found:" in screen
+
+
+def test_a_narrow_console_still_renders_the_report():
+    code, screen = drive(
+        ENTER + "two backward calls per step" + ENTER + ENTER + "n", "en", width=40
+    )
+    assert code == 0
+    # the reproduce command is printed unwrapped on purpose, so that it copies as one line
+    lines = [line for line in screen.splitlines() if not line.strip().startswith("ddp-doctor ")]
+    assert max(len(line) for line in lines) <= 40
+    assert "backward" in screen and "Fix 1" in screen
+
+
+# ---------------------------------------------------------------------------- a real terminal
+
+
+def spawn(*args: str, width: int = 100, cwd=None):
+    pexpect = pytest.importorskip("pexpect")
+    if not CLI.exists():
+        pytest.skip("ddp-doctor is not installed in this environment (pip install -e .)")
+    env = {
+        **os.environ,
+        "PROMPT_TOOLKIT_NO_CPR": "1",
+        "TERM": "xterm",
+        "COLUMNS": str(width),
+        "LINES": "40",
+    }
+    env.pop("NO_COLOR", None)
+    child = pexpect.spawn(
+        str(CLI),
+        list(args),
+        env=env,
+        dimensions=(40, width),
+        encoding="utf-8",
+        timeout=20,
+        cwd=str(cwd) if cwd else None,
+    )
+    child.logfile_read = io.StringIO()
+    return child
+
+
+def wait_for_paste_prompt(child, message: str) -> None:
+    """The message, then prompt_toolkit switching bracketed paste on: keys typed from now on
+    reach the prompt (a Ctrl-D sent earlier would be eaten by the terminal's cooked mode)."""
+    child.expect_exact(message)
+    child.expect_exact("\x1b[?2004h")
+
+
+def finish(child) -> tuple[int, str]:
+    child.expect(__import__("pexpect").EOF)
+    child.close()
+    screen = ANSI.sub("", child.logfile_read.getvalue())
+    return child.exitstatus, screen
+
+
+def test_pty_chinese_paste_answer_and_report(tmp_path):
+    text = fixture_text()
+    result, script, facts = honest_script(text, SEED_TRUTHS)
+    child = spawn("--lang", "zh", cwd=tmp_path)
+    wait_for_paste_prompt(child, "把报错粘贴进来")
+    child.send(paste(text) + ENTER)
+    child.send(ENTER)
+    child.expect("识别到")
+    for asked, keys in script:
+        question = asked.question.text.zh.format(**asked.fields)
+        child.expect_exact(question.split("`")[-1][-8:])  # the end of the question text
+        child.expect_exact("（↑↓ 选择，回车确认）")
+        child.send(keys)
+    child.expect("保存成 Markdown")
+    child.send("n")
+    code, screen = finish(child)
+    assert code == 0, screen[-2000:]
+    assert "Traceback" not in screen
+    shown = flat(screen)
+    assert "可能的原因" in shown and "修复方案 1" in shown
+    top = engine.rank_causes(KB, facts)[0].id
+    assert top == "multiple_backward"
+    assert KB.cause(top).title.zh.replace("`", "") in shown
+    assert "loss1 + loss2" in shown  # the rewrite: one backward over the summed losses
+    assert "ddp-doctor --lang zh --answers" in shown
+
+
+def test_pty_ctrl_c_at_a_select_and_ctrl_d_at_the_paste():
+    child = spawn("--lang", "en")
+    child.expect("Paste the error")
+    child.send(ENTER)
+    child.expect("Describe the problem")
+    child.send(ENTER)
+    child.expect(r"\(↑↓ and Enter\)")
+    child.sendcontrol("c")
+    code, screen = finish(child)
+    assert code == 130 and "Stopped." in screen and "Traceback" not in screen
+
+    child = spawn("--lang", "zh")
+    wait_for_paste_prompt(child, "把报错粘贴进来")
+    child.sendcontrol("d")
+    code, screen = finish(child)
+    assert code == 130 and "已退出" in screen and "Traceback" not in screen
+
+
+def test_pty_forty_columns():
+    child = spawn("--lang", "en", width=40)
+    child.expect("Paste the error")
+    child.send(ENTER)
+    child.expect("Describe")
+    child.send("I call backward twice per step" + ENTER)
+    child.expect(r"Enter\)")
+    child.send(ENTER)
+    child.expect("Markdown")
+    child.send("n")
+    code, screen = finish(child)
+    assert code == 0 and "Traceback" not in screen
+    assert "Likely causes" in screen and "Fix 1" in screen and "loss1 + loss2" in screen
