@@ -141,7 +141,8 @@ class _Analyser:
                 flat = collapse_space(joined)
                 if any(p.search(flat) for p in family.patterns):
                     consumed.update(block)
-                    findings.append(self._finding(family, lines, index, block, joined, flat))
+                    finding = self._finding(family, lines, index, block, joined, flat, anchored)
+                    findings.append(finding)
                     break
         return findings
 
@@ -176,15 +177,21 @@ class _Analyser:
                 break
         return block
 
-    def _context(self, lines: list[Line], index: int) -> list[Line]:
+    @staticmethod
+    def _context(lines: list[Line], index: int, anchored: Mapping[int, Any]) -> list[Line]:
         """Same-rank lines before the anchor, back to the start of its traceback and the
-        few lines above it (spawn's "-- Process 1 terminated with the following error:")."""
+        few lines above it (spawn's "-- Process 1 terminated with the following error:").
+
+        An earlier error message ends it too: its lines belong to that error, and an error
+        repeated on every line would otherwise cost TRACEBACK_LINES of regex work each."""
         rank = lines[index].rank
         context: list[Line] = []
         above = None  # lines still taken once the traceback's start is reached
         for j in range(index - 1, max(-1, index - 1 - TRACEBACK_LINES), -1):
             if lines[j].rank != rank:
                 continue
+            if j in anchored:
+                break
             context.append(lines[j])
             if above is not None:
                 above -= 1
@@ -216,8 +223,8 @@ class _Analyser:
             )
         return _dedupe(frames)
 
-    def _finding(self, family, lines, index, block, joined, flat) -> Finding:  # noqa: PLR0913
-        context = self._context(lines, index)
+    def _finding(self, family, lines, index, block, joined, flat, anchored) -> Finding:  # noqa: PLR0913
+        context = self._context(lines, index, anchored)
         context_text = "\n".join(line.text for line in context)
         extracted = self._extract(joined, context_text)
         facts: dict[str, Any] = dict(family.sets)
