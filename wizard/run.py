@@ -225,7 +225,7 @@ class _SignalForwarder:
         self.send(signum)
         kb, seconds = self.kb, f"{grace:g}"
         if signum == signal.SIGINT:  # only a terminal user can press Ctrl-C again
-            _say_raw(tr(kb, "run_interrupt_forwarded", self.lang, seconds=seconds))
+            _say_raw(tr(kb, "run_interrupt_forwarded", self.lang, seconds=seconds), True)
         else:
             name = signal.Signals(signum).name
             _say_raw(tr(kb, "run_signal_forwarded", self.lang, signal=name, seconds=seconds))
@@ -251,11 +251,13 @@ class _SignalForwarder:
             os.killpg(self.group, signum)
 
 
-def _say_raw(text: str) -> None:
+def _say_raw(text: str, new_line: bool = False) -> None:
     """One line on stderr from a signal handler: os.write, since the handler may interrupt
-    a write to sys.stderr, and buffered streams refuse reentrant use."""
+    a write to sys.stderr, and buffered streams refuse reentrant use. `new_line` moves off
+    the `^C` a terminal echoes without ending the line."""
     with contextlib.suppress(OSError):
-        os.write(sys.stderr.fileno(), f"\nddp-doctor: {text}\n".encode("utf-8", "replace"))
+        lead = "\n" if new_line else ""
+        os.write(sys.stderr.fileno(), f"{lead}ddp-doctor: {text}\n".encode("utf-8", "replace"))
 
 
 # ---------------------------------------------------------------------------- the run
@@ -408,15 +410,16 @@ def report(
     failed = outcome.exit_code != 0
     explained = failed and bool(known_errors(kb, outcome.result))
     diagnosis = diagnose(kb, outcome.result) if explained or report_path else None
-    if failed and outcome.ended_mid_line:
+    unexplained = failed and outcome.interrupted_by is None and not outcome.reader_left
+    warned = any(f.family == UNUSED_FLAG_WARNING for f in outcome.result.findings)
+    tip = warned and not explained and not outcome.reader_left
+    if (explained or unexplained or tip) and outcome.ended_mid_line:
         sys.stderr.write("\n")  # after a progress bar's `\r`, start on a line of our own
     if explained:
         _print_diagnosis(kb, diagnosis, outcome, argv, lang, fmt)
-    elif failed and outcome.interrupted_by is None and not outcome.reader_left:
+    elif unexplained:
         _say(tr(kb, "run_no_known_error", lang, code=outcome.job_exit_code))
-    if not explained and any(f.family == UNUSED_FLAG_WARNING for f in outcome.result.findings):
-        if outcome.ended_mid_line and not failed:
-            sys.stderr.write("\n")
+    if tip:
         _say(tr(kb, "run_unused_flag_tip", lang))
     if report_path:
         _write_report(kb, diagnosis, outcome, argv, lang, report_path)
