@@ -263,7 +263,12 @@ def test_a_description_skips_the_questions_it_answered():
 def test_the_framework_is_asked_last_and_shapes_the_snippets():
     facts = {"family": "unfinished_reduction", "backward_calls": "many"}
     asked = engine.next_question(KB, facts, [], (), 0)
-    assert asked.question.id == "framework"  # the cause already leads: only tailoring left
-    facts = engine.apply_answer(facts, asked, "lightning")
-    assert engine.next_question(KB, facts, [asked.key], (), 1) is None
+    # the cause already leads: only tailoring is left, the backward layout first (it decides
+    # which fixes are safe), then the framework
+    assert asked.question.id == "backward_layout"
+    facts = engine.apply_answer(facts, asked, "shared")
+    asked_framework = engine.next_question(KB, facts, [asked.key], (), 1)
+    assert asked_framework.question.id == "framework"
+    facts = engine.apply_answer(facts, asked_framework, "lightning")
+    assert engine.next_question(KB, facts, [asked.key, asked_framework.key], (), 2) is None
     assert engine.diagnose(KB, None, facts).framework == "lightning"

@@ -209,7 +209,10 @@ def test_ctrl_d_after_a_paste_ends_the_paste():
 
 def test_a_narrow_console_still_renders_the_report():
     code, screen = drive(
-        ENTER + "two backward calls per step" + ENTER + ENTER + "n", "en", width=40
+        # describe, then Enter on the two selects (backward layout, framework), then no save
+        ENTER + "two backward calls per step" + ENTER + ENTER + ENTER + "n",
+        "en",
+        width=40,
     )
     assert code == 0
     # the reproduce command is printed unwrapped on purpose, so that it copies as one line
@@ -311,7 +314,9 @@ def test_pty_forty_columns():
     child.send(ENTER)
     child.expect("Describe")
     child.send("I call backward twice per step" + ENTER)
-    child.expect(r"Enter\)")
+    child.expect(r"Enter\)")  # do the backward() calls share one forward?
+    child.send(ENTER)
+    child.expect(r"Enter\)")  # framework
     child.send(ENTER)
     child.expect("Markdown")
     child.send("n")

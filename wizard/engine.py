@@ -302,8 +302,8 @@ def next_question(
     candidates = [a for a in instantiate(kb, modules) if is_open(a, facts, answered)]
     tailoring = [a for a in candidates if a.question.purpose == "tailor"]
     diagnostic = [a for a in candidates if a.question.purpose == "diagnose"]
-    # keep the last slot for tailoring (the framework) when it is still unknown
-    diagnose_budget = conf["max_questions"] - (1 if tailoring else 0)
+    # keep the last slots for tailoring (framework, backward layout) while they are open
+    diagnose_budget = conf["max_questions"] - len(tailoring)
     ranked = rank_causes(kb, facts)
     if diagnostic and asked_count < diagnose_budget and not leads_clearly(kb, ranked):
         current = _entropy(ranked)

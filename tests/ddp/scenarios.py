@@ -32,6 +32,7 @@ DROP_UNUSED_OUTPUTS = "drop_unused_outputs"
 REMOVE_UNUSED_MODULE = "remove_unused_module"
 FREEZE_BEFORE_WRAPPING = "freeze_before_wrapping"
 CHECKPOINT_NON_REENTRANT = "checkpoint_non_reentrant"
+TIE_BEFORE_WRAPPING = "tie_before_wrapping"
 
 FIX_IDS = (
     FIND_UNUSED,
@@ -44,6 +45,7 @@ FIX_IDS = (
     REMOVE_UNUSED_MODULE,
     FREEZE_BEFORE_WRAPPING,
     CHECKPOINT_NON_REENTRANT,
+    TIE_BEFORE_WRAPPING,
 )
 
 Fixes = frozenset  # of fix ids
@@ -281,6 +283,8 @@ class TiedLMTiedAfterWrap(TiedLM):
     def __init__(self, fixes):
         super().__init__(fixes)
         self.lm_head.weight = nn.Parameter(self.emb.weight.detach().clone())
+        if TIE_BEFORE_WRAPPING in fixes:
+            self.lm_head.weight = self.emb.weight  # fix: the model is complete before DDP
 
 
 class Clean(nn.Module):
@@ -323,6 +327,16 @@ def step_hooked_features(model, batch, step, rank, fixes, scale):
 def step_single_output(model, batch, step, rank, fixes, scale):
     x, y = batch
     loss = F.mse_loss(model(x), y)
+    (loss * scale).backward()
+    return loss.item()
+
+
+def step_unused_module(model, batch, step, rank, fixes, scale):
+    x, y = batch
+    loss = F.mse_loss(model(x), y)
+    if ZERO_WEIGHT_AUX in fixes:  # fix 6, generic form: the unused module joins with 0 grad
+        inner = model.module if hasattr(model, "module") else model
+        loss = loss + 0.0 * sum(p.sum() for p in inner.unused.parameters())
     (loss * scale).backward()
     return loss.item()
 
@@ -455,7 +469,8 @@ def freeze_body_before_wrap(module, fixes):
 
 
 def tie_after_wrap(module, fixes):
-    module.lm_head.weight = module.emb.weight  # the bug: DDP still holds the old weight
+    if TIE_BEFORE_WRAPPING not in fixes:
+        module.lm_head.weight = module.emb.weight  # the bug: DDP still holds the old weight
 
 
 # ---------------------------------------------------------------------- registry
@@ -480,13 +495,14 @@ def _scenarios() -> dict[str, Scenario]:
         Scenario(
             "unused_module",
             UnusedModule,
-            step_single_output,
+            step_unused_module,
             fixes_to_measure=(
                 "",
                 FIND_UNUSED,
                 STATIC_GRAPH,
                 REMOVE_UNUSED_MODULE,
                 FREEZE_BEFORE_WRAPPING,
+                ZERO_WEIGHT_AUX,
             ),
             description="a registered submodule never called in forward",
         ),
@@ -651,7 +667,7 @@ def _scenarios() -> dict[str, Scenario]:
             step_tokens,
             batch=token_batch,
             after_wrap=tie_after_wrap,
-            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH),
+            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH, TIE_BEFORE_WRAPPING),
             description="lm_head.weight = emb.weight assigned after DDP(...)",
         ),
         Scenario(
