@@ -191,7 +191,10 @@ class _SignalForwarder:
         # another thread, the job simply gets no forwarding
         if threading.current_thread() is threading.main_thread():
             for signum in FORWARDED_SIGNALS:
-                self.previous[signum] = signal.signal(signum, self._on_signal)
+                # an ignored signal stays ignored (`nohup ddp-doctor run ...`, a background
+                # job of a script); the job inherits the ignoring, as without the wrapper
+                if signal.getsignal(signum) is not signal.SIG_IGN:
+                    self.previous[signum] = signal.signal(signum, self._on_signal)
         return self
 
     def __exit__(self, *exc_info) -> None:
