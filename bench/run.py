@@ -87,15 +87,22 @@ def make_env(workdir: Path, in_place: bool) -> Env:
 
 
 def time_run(argv: list[str], env: Env, stdin: int | None = None) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KiB) of one run; output is discarded."""
+    """Wall seconds and peak RSS (KiB) of one run; output is read and dropped.
+
+    Output goes to a pipe, never to /dev/null: GNU grep notices /dev/null and stops at the
+    first match, which would make `grep -c` look 100 times faster than it is.
+    """
     start = time.perf_counter()
     child = subprocess.Popen(
         argv,
         stdin=stdin if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         env=env.environ,
     )
+    while child.stdout.read(1 << 16):
+        pass
+    child.stdout.close()
     _, status, usage = os.wait4(child.pid, 0)
     elapsed = time.perf_counter() - start
     child.returncode = os.waitstatus_to_exitcode(status)
