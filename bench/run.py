@@ -109,6 +109,30 @@ def time_run(argv: list[str], env: Env, stdin: int | None = None) -> tuple[float
     return elapsed, usage.ru_maxrss
 
 
+# Linux carries a parent's peak RSS over fork and exec into the child's ru_maxrss, so the
+# peak of a command is taken from a grandchild started by this small helper.
+_PEAK_RSS = """
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+while child.stdout.read(1 << 16):
+    pass
+_, _, usage = os.wait4(child.pid, 0)
+print(usage.ru_maxrss)
+"""
+
+
+def peak_rss(argv: list[str], env: Env) -> int:
+    """Peak RSS (KiB) of one run of `argv`."""
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", _PEAK_RSS, *argv],
+        capture_output=True,
+        text=True,
+        env=env.environ,
+        check=True,
+    )
+    return int(done.stdout)
+
+
 def time_to_prompt(env: Env, timeout: float = 20.0) -> float | None:
     """Seconds from spawning `ddp-doctor` in a terminal to its first question on screen."""
     import fcntl
@@ -239,7 +263,7 @@ def biglog(env: Env, sizes: list[str], log_dir: Path, runs: int) -> list[tuple]:
                 ours.append(time_run([env.script, "triage", "--json", str(path)], env))
             ours_s = statistics.median(t for t, _ in ours)
             grep_s = statistics.median(t for t, _ in theirs) if theirs else float("nan")
-            rss = max(r for _, r in ours) / 1024
+            rss = peak_rss([env.script, "triage", "--json", str(path)], env) / 1024
             rows.append((size, where, grep_s, ours_s, ours_s / grep_s, rss, path.stat().st_size))
     return rows
 
