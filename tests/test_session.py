@@ -49,6 +49,12 @@ def fixture_text() -> str:
     return path.read_text(encoding="utf-8")
 
 
+@pytest.fixture(autouse=True)
+def _in_a_scratch_directory(tmp_path, monkeypatch):
+    """A report saved under its default name lands here, never in the checkout."""
+    monkeypatch.chdir(tmp_path)
+
+
 def drive(keys: str, lang: str, width: int = 160, **kwargs) -> tuple[int, str]:
     """Run the session in-process with `keys` typed; returns (exit code, printed text)."""
     out = io.StringIO()
@@ -243,7 +249,7 @@ def spawn(*args: str, width: int = 100, cwd=None):
         dimensions=(40, width),
         encoding="utf-8",
         timeout=20,
-        cwd=str(cwd) if cwd else None,
+        cwd=str(cwd) if cwd else os.getcwd(),
     )
     child.logfile_read = io.StringIO()
     return child

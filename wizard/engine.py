@@ -24,6 +24,7 @@ DEFAULT_SETTINGS = {
     "max_questions": 4,
     "shown_causes": 3,
     "shown_fixes": 4,
+    "fix_cause_floor": 0.2,  # causes less likely than this (but the first) add no fixes
 }
 UNSURE = "unsure"
 FRAMEWORK_FACT = "framework"
@@ -170,11 +171,11 @@ def plan_fixes(
     """
     scores: dict[str, float] = {}
     owners: dict[str, list[str]] = {}
-    cumulative = 0.0
-    for ranked_cause in ranked:
-        if cumulative >= 0.95 and ranked_cause.probability < 0.05:
-            break
-        cumulative += ranked_cause.probability
+    floor = settings(kb)["fix_cause_floor"]
+    for index, ranked_cause in enumerate(ranked):
+        # an unlikely cause's fixes would only be noise next to the leading cause's
+        if index > 0 and ranked_cause.probability < floor:
+            continue
         for position, fix_id in enumerate(ranked_cause.cause.fixes):
             score = ranked_cause.probability * (0.8**position)
             scores[fix_id] = max(scores.get(fix_id, 0.0), score)

@@ -16,6 +16,8 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -211,3 +213,36 @@ def param_mismatches(ddp_params: dict, ref: list, atol: float = 1e-5) -> list[st
                     diff = (got[name] - want[name]).abs().max().item()
                     problems.append(f"rank {rank} step {step}: {name} off by {diff:.3g}")
     return problems
+
+
+# ---------------------------------------------------------------- shared job pool
+# Every test module asks for jobs here, so a (scenario, fix, debug, launcher) job runs once
+# per pytest process however many tests look at it, two at a time (a 2-core machine).
+
+# Seen twice in ~200 runs, both with find_unused_parameters=True and after the last
+# step had finished: the process aborts at exit with this C++ message (a torch/gloo
+# shutdown race, not a DDP reduction error). One rerun keeps CI honest and stable.
+EXIT_ABORT = "terminate called without an active exception"
+
+_POOL: ThreadPoolExecutor | None = None
+_JOBS: dict[tuple, Future] = {}
+_LOCK = threading.Lock()
+
+
+def run_settled(scenario, fix=None, debug=None, launcher="spawn") -> DDPResult:
+    result = run_ddp(scenario, fix, debug, launcher=launcher)
+    if result.returncode != 0 and EXIT_ABORT in result.output:
+        result = run_ddp(scenario, fix, debug, launcher=launcher)
+    return result
+
+
+def submit(scenario: str, fix: str | None = None, debug=None, launcher="spawn") -> Future:
+    """Start the job (once per process) and return its future DDPResult."""
+    global _POOL
+    key = (scenario, fix or None, debug, launcher)
+    with _LOCK:
+        if key not in _JOBS:
+            if _POOL is None:
+                _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ddp-job")
+            _JOBS[key] = _POOL.submit(run_settled, *key)
+        return _JOBS[key]

@@ -33,6 +33,7 @@ REMOVE_UNUSED_MODULE = "remove_unused_module"
 FREEZE_BEFORE_WRAPPING = "freeze_before_wrapping"
 CHECKPOINT_NON_REENTRANT = "checkpoint_non_reentrant"
 TIE_BEFORE_WRAPPING = "tie_before_wrapping"
+DISABLE_FIND_UNUSED = "disable_find_unused"
 
 FIX_IDS = (
     FIND_UNUSED,
@@ -46,6 +47,7 @@ FIX_IDS = (
     FREEZE_BEFORE_WRAPPING,
     CHECKPOINT_NON_REENTRANT,
     TIE_BEFORE_WRAPPING,
+    DISABLE_FIND_UNUSED,
 )
 
 Fixes = frozenset  # of fix ids
@@ -72,6 +74,8 @@ def ddp_kwargs(fixes: frozenset[str], base: dict | None = None) -> dict:
         kwargs["find_unused_parameters"] = True
     if STATIC_GRAPH in fixes:
         kwargs["static_graph"] = True
+    if DISABLE_FIND_UNUSED in fixes:
+        kwargs["find_unused_parameters"] = False  # fix: the flag was never needed
     return kwargs
 
 

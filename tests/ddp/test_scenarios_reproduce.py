@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -91,38 +90,19 @@ EXTRA = [
 ]
 
 
-# Seen twice in ~200 runs, both with find_unused_parameters=True and after the last
-# step had finished: the process aborts at exit with this C++ message (a torch/gloo
-# shutdown race, not a DDP reduction error). One rerun keeps CI honest and stable.
-EXIT_ABORT = "terminate called without an active exception"
-
-
-def _run_settled(scenario, fix, debug, launcher):
-    result = harness.run_ddp(scenario, fix, debug, launcher=launcher)
-    if result.returncode != 0 and EXIT_ABORT in result.output:
-        result = harness.run_ddp(scenario, fix, debug, launcher=launcher)
-    return result
-
-
 def _key(scenario, fix=None, debug=None, launcher="spawn"):
     return (scenario, fix, debug, launcher)
 
 
 @pytest.fixture(scope="module")
 def jobs(request):
-    """Start every job this session selected from this module, two at a time."""
+    """Start every job this session selected from this module (shared pool, two at a time)."""
     wanted = []
     for item in request.session.items:
         callspec = getattr(item, "callspec", None)
         if item.module is request.module and callspec and "key" in callspec.params:
             wanted.append(callspec.params["key"])
-    pool = ThreadPoolExecutor(max_workers=2)
-    futures = {}
-    for key in dict.fromkeys(wanted):
-        scenario, fix, debug, launcher = key
-        futures[key] = pool.submit(_run_settled, scenario, fix, debug, launcher)
-    yield futures
-    pool.shutdown(cancel_futures=True)
+    return {key: harness.submit(*key) for key in dict.fromkeys(wanted)}
 
 
 def _ids(key):
