@@ -272,3 +272,18 @@ def test_the_framework_is_asked_last_and_shapes_the_snippets():
     facts = engine.apply_answer(facts, asked_framework, "lightning")
     assert engine.next_question(KB, facts, [asked.key, asked_framework.key], (), 2) is None
     assert engine.diagnose(KB, None, facts).framework == "lightning"
+
+
+def test_the_reason_shown_is_tied_to_the_users_answer():
+    facts = {"family": "unfinished_reduction", "revealed_module_state": "not_called"}
+    top = engine.rank_causes(KB, facts)[0]
+    assert top.id == "unused_module"
+    assert "never called" in top.reasons[0].en and "You said" in top.reasons[0].en
+
+
+def test_a_per_module_answer_applies_without_a_paste():
+    facts, problems = engine.resolve_answers(
+        KB, {"family": "unfinished_reduction"}, {"revealed_module": "not_called"}
+    )
+    assert problems == []
+    assert facts["revealed_module_state"] == "not_called"

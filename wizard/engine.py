@@ -136,9 +136,10 @@ def rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCaus
             if condition_holds(evidence.when, facts):
                 score += evidence.weight
                 if evidence.reason is not None and evidence.weight > 0:
-                    fired.append((evidence.weight, evidence.reason))
-        fired.sort(key=lambda pair: -pair[0])
-        scored.append((cause, score, tuple(reason for _, reason in fired)))
+                    fired.append((_is_specific(evidence.when), evidence.weight, evidence.reason))
+        # a reason tied to what this user said or pasted beats the generic one for the family
+        fired.sort(key=lambda item: (not item[0], -item[1]))
+        scored.append((cause, score, tuple(reason for _, _, reason in fired)))
     top = max((s for _, s, _ in scored), default=0.0)
     weights = [math.exp(s - top) for _, s, _ in scored]
     total = sum(weights) or 1.0
@@ -148,6 +149,11 @@ def rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCaus
     order = {c.id: i for i, c in enumerate(kb.causes)}
     ranked.sort(key=lambda r: (-r.probability, order[r.id]))
     return tuple(ranked)
+
+
+def _is_specific(condition: Mapping[str, Any]) -> bool:
+    """Does the condition look at more than the error family?"""
+    return any(key != "family" for key in condition)
 
 
 def leads_clearly(kb: KnowledgeBase, ranked: tuple[RankedCause, ...]) -> bool:
@@ -358,7 +364,10 @@ def resolve_answers(
     """Apply --answers in the rules' order; returns the facts and the unknown keys/values."""
     facts = dict(facts)
     problems: list[str] = []
+    modules = tuple(modules)
     questions = instantiate(kb, modules)
+    if not modules:  # no names pasted: a per-module answer speaks of "the module" in general
+        questions += [AskedQuestion(q, q.id, {"module": ""}) for q in kb.questions if q.for_each]
     known_keys = {a.key for a in questions} | {a.question.id for a in questions}
     problems += [key for key in answers if key not in known_keys]
     for asked in questions:
