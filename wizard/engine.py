@@ -137,8 +137,9 @@ def rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCaus
                 score += evidence.weight
                 if evidence.reason is not None and evidence.weight > 0:
                     fired.append((_is_specific(evidence.when), evidence.weight, evidence.reason))
-        # a reason tied to what this user said or pasted beats the generic one for the family
-        fired.sort(key=lambda item: (not item[0], -item[1]))
+        # a strong reason tied to what this user said or pasted beats the generic one for the
+        # family; a weak hint (a nudge under 1 in log-odds) does not
+        fired.sort(key=lambda item: (not (item[0] and item[1] >= 1.0), -item[1]))
         scored.append((cause, score, tuple(reason for _, _, reason in fired)))
     top = max((s for _, s, _ in scored), default=0.0)
     weights = [math.exp(s - top) for _, s, _ in scored]
