@@ -122,3 +122,15 @@ def test_message_files_do_not_repeat_keys():
         for key in yaml.safe_load(file.read_text(encoding="utf-8")) or {}:
             assert key not in seen, f"{key} in {file.name} and {seen[key].name}"
             seen[key] = file
+
+
+def test_chinese_texts_have_no_gap_between_chinese_characters():
+    """Folded YAML joins lines with a space; the loader removes it between CJK characters."""
+    import re as _re
+
+    gap = _re.compile(
+        "[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef] [\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]"
+    )
+    texts = [f.why.zh for f in KB.fixes.values()] + [c.explanation.zh for c in KB.causes]
+    texts += [q.help.zh for q in KB.questions if q.help]
+    assert not [t for t in texts if gap.search(t)]

@@ -295,7 +295,7 @@ def _read_raw(rules_dirs: list[str]) -> dict[str, Any]:
                 else:
                     raw[section] = value
     _check_references(raw, rules_dirs)
-    return raw
+    return _tidy_chinese(raw)
 
 
 def _line_of(path: str, where: tuple) -> int | None:
@@ -318,6 +318,28 @@ def _line_of(path: str, where: tuple) -> int | None:
             break
         node, line = match, match.start_mark.line + 1
     return line
+
+
+# A folded YAML scalar (`>-`) joins its lines with a space, which is right in English and a
+# stray gap in Chinese ("梯度。 把它删掉"): drop a space that sits between two CJK characters
+# or full-width punctuation marks. Done once, before the rules are cached.
+_CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
+_CJK_GAP = re.compile(f"(?<=[{_CJK}]) (?=[{_CJK}])")
+
+
+def _tidy_chinese(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {
+            key: (
+                _CJK_GAP.sub("", value)
+                if key == "zh" and isinstance(value, str)
+                else _tidy_chinese(value)
+            )
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_tidy_chinese(item) for item in node]
+    return node
 
 
 def _check_references(raw: dict[str, Any], rules_dirs: list[str]) -> None:
@@ -348,13 +370,17 @@ def _cache_dir() -> str:
     return os.path.join(base, "ddp-doctor")
 
 
+# Bump when the loader changes what it stores (e.g. _tidy_chinese), so old caches miss.
+CACHE_FORMAT = 2
+
+
 def _cache_key(paths: list[str]) -> str:
     # BLAKE2 from its own small module: `hashlib` would first load OpenSSL (~2 ms)
     try:
         from _blake2 import blake2b
     except ImportError:  # an interpreter without it
         from hashlib import blake2b
-    digest = blake2b(__version__.encode(), digest_size=16)
+    digest = blake2b(f"{__version__}/{CACHE_FORMAT}".encode(), digest_size=16)
     for path in paths:
         digest.update(path.encode("utf-8", "surrogateescape") + b"\0")
         try:
