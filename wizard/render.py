@@ -261,7 +261,7 @@ def to_markdown(kb: KnowledgeBase, report: Report) -> str:
         for i, view in enumerate(views, 1):
             out += [f"### {i}. {view.title}", "", view.why, ""]
             if view.cost:
-                out += [f"*{tr(kb, 'cost_label', lang)}:* {view.cost}", ""]
+                out += [f"*{tr(kb, 'cost_label', lang)}* {view.cost}", ""]
             if view.framework_fallback:
                 out += [tr(kb, "framework_fallback", lang, framework=d.framework), ""]
             out += [f"```{view.language}", view.code, "```", ""]
@@ -315,7 +315,7 @@ def _findings_markdown(kb: KnowledgeBase, report: Report) -> list[str]:
         out.append(f"- **{title}** — `{f.source}:{f.line}`")
         out.append(f"  > {short_quote(f.quote)}")
         for label, value in _finding_facts(kb, f, lang):
-            out.append(f"  - {label}: {value}")
+            out.append("  - " + tr(kb, "label_value", lang, label=label, value=value))
     return out + [""] if out else out
 
 
@@ -374,7 +374,9 @@ def print_rich(kb: KnowledgeBase, report: Report, console) -> None:
             body.append(short_quote(f.quote), style="italic")
             for label, value in _finding_facts(kb, f, lang):
                 body.append("\n• ")
-                body.append_text(inline(label + ": ", base="bold"))
+                body.append_text(
+                    inline(tr(kb, "label_value", lang, label=label, value=""), base="bold")
+                )
                 body.append_text(inline(value))
         console.print(
             Panel(body, title=escape(report.family_title), title_align="left", border_style="red")
@@ -404,7 +406,7 @@ def print_rich(kb: KnowledgeBase, report: Report, console) -> None:
         for i, view in enumerate(views, 1):
             parts: list[Any] = [inline(view.why)]
             if view.cost:
-                cost = RichText(f"{tr(kb, 'cost_label', lang)}: ", style="bold")
+                cost = RichText(tr(kb, "cost_label", lang) + " ", style="bold")
                 cost.append_text(inline(view.cost))
                 parts.append(cost)
             if view.framework_fallback:
