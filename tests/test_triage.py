@@ -212,3 +212,15 @@ def test_snippets_use_the_real_module_names():
     result = cli("triage", "--json", "-", input=error(names="encoder.layers.3.proj.weight"))
     snippets = "\n".join(f["snippet"] for f in json.loads(result.out)["fixes"])
     assert "model.encoder.layers[3].proj" in snippets
+
+
+def test_a_paste_without_names_says_how_to_get_them():
+    without = cli(
+        "triage",
+        "--json",
+        "-",
+        input=(FIXTURES / "versions" / "torch_1_8_cxx_frames.txt").read_text(),
+    )
+    with_names = cli("triage", "--json", "-", input=error())
+    assert any("TORCH_DISTRIBUTED_DEBUG=INFO" in n for n in json.loads(without.out)["notes"])
+    assert not any("TORCH_DISTRIBUTED_DEBUG" in n for n in json.loads(with_names.out)["notes"])

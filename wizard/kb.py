@@ -101,6 +101,15 @@ class Hint:
 
 
 @dataclass(frozen=True)
+class Note:
+    """An observation about the pasted text, shown under the report when `when` holds."""
+
+    id: str
+    when: Mapping[str, Any]
+    text: Text
+
+
+@dataclass(frozen=True)
 class Evidence:
     """A condition on the facts that raises (or lowers) a cause's score."""
 
@@ -192,6 +201,7 @@ class KnowledgeBase:
     line_prefixes: tuple[re.Pattern, ...] = ()
     library_paths: re.Pattern = re.compile(r"(?!)")
     engine: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[Note, ...] = ()
 
     def family(self, family_id: str) -> Family | None:
         return next((f for f in self.families if f.id == family_id), None)
@@ -371,7 +381,7 @@ def _cache_dir() -> str:
 
 
 # Bump when the loader changes what it stores (e.g. _tidy_chinese), so old caches miss.
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 
 
 def _cache_key(paths: list[str]) -> str:
@@ -526,6 +536,9 @@ def _build(raw: dict[str, Any]) -> KnowledgeBase:
         keywords=keywords,
         messages=_frozen(messages),
         line_prefixes=tuple(re.compile(p) for p in raw.get("line_prefixes", [])),
+        notes=tuple(
+            Note(n["id"], _frozen(n["when"]), _text(n["text"])) for n in raw.get("notes", [])
+        ),
         library_paths=re.compile(raw.get("library_paths") or r"(?!)"),
         engine=_frozen(raw.get("engine")),
     )

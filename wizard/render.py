@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wizard import __version__
-from wizard.engine import Diagnosis, RankedFix
+from wizard.engine import Diagnosis, RankedFix, condition_holds
 from wizard.i18n import tr
 from wizard.kb import KnowledgeBase, Text
 
@@ -151,17 +151,10 @@ def _first_sentence(text: str) -> str:
 
 
 def _notes(kb: KnowledgeBase, diagnosis: Diagnosis, lang: str) -> list[str]:
-    """Observations about the text itself that the user should know."""
-    notes = []
-    facts = diagnosis.facts
-    if facts.get("ranks_disagree"):
-        notes.append(tr(kb, "note_ranks_disagree", lang))
-    names_expected = facts.get("family") in ("unfinished_reduction", "static_graph_changed")
-    if diagnosis.findings and names_expected and not facts.get("has_param_names"):
-        notes.append(tr(kb, "note_no_names", lang))
-    if facts.get("find_unused_enabled") is True and facts.get("family") == "unfinished_reduction":
-        notes.append(tr(kb, "note_flag_already_on", lang))
-    return notes
+    """Observations about the text itself (rules: `notes` in signatures.yaml)."""
+    if not diagnosis.findings:
+        return []
+    return [n.text.get(lang) for n in kb.notes if condition_holds(n.when, diagnosis.facts)]
 
 
 # ---------------------------------------------------------------------------- JSON
