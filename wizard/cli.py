@@ -136,7 +136,7 @@ def _format(args: argparse.Namespace, stream: IO[str]) -> str:
     return "markdown" if plain else "rich"
 
 
-def _open_input(path: str, lang_kb) -> IO[bytes]:
+def _open_input(path: str) -> IO[bytes]:
     """Open a file, a FIFO or stdin for reading bytes, or raise a UserError."""
     if path == "-":
         return sys.stdin.buffer
@@ -196,7 +196,7 @@ def read_sources(kb, paths: Sequence[str], lang: str, max_bytes: int | None):
 
     scanners = []
     for path in paths:
-        stream = _open_input(path, kb)
+        stream = _open_input(path)
         source = "<stdin>" if path == "-" else path
         total = None
         if path != "-":

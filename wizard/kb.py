@@ -61,7 +61,8 @@ class Example:
 
 @dataclass(frozen=True)
 class FactRule:
-    """A regex over an error message that, when it matches, sets facts."""
+    """A regex that sets facts when it matches: over an error message (a family's `facts`)
+    or over the traceback around it (`hints`: framework, checkpointing...)."""
 
     pattern: re.Pattern
     sets: Mapping[str, Any]
@@ -90,14 +91,6 @@ class Extractor:
     field: str
     pattern: re.Pattern
     split: str | None = None
-
-
-@dataclass(frozen=True)
-class Hint:
-    """A regex over the log around an error that implies facts (framework, checkpointing...)."""
-
-    pattern: re.Pattern
-    sets: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -192,7 +185,7 @@ class KnowledgeBase:
 
     families: tuple[Family, ...]
     extractors: tuple[Extractor, ...]
-    hints: tuple[Hint, ...]
+    hints: tuple[FactRule, ...]
     causes: tuple[Cause, ...]
     fixes: Mapping[str, Fix]
     questions: tuple[Question, ...]
@@ -464,7 +457,9 @@ def _build(raw: dict[str, Any]) -> KnowledgeBase:
         Extractor(e["field"], _compile(e["pattern"]), e.get("split"))
         for e in raw.get("extractors", [])
     )
-    hints = tuple(Hint(_compile(h["pattern"]), _frozen(h["sets"])) for h in raw.get("hints", []))
+    hints = tuple(
+        FactRule(_compile(h["pattern"]), _frozen(h["sets"])) for h in raw.get("hints", [])
+    )
     causes = tuple(
         Cause(
             id=c["id"],
