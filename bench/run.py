@@ -181,7 +181,8 @@ def time_to_prompt(env: Env, timeout: float = 20.0) -> float | None:
 
 def session_available(env: Env) -> bool:
     probe = (
-        "import importlib.util, sys; sys.exit(importlib.util.find_spec('wizard.session') is None)"
+        "import importlib.util, sys; "
+        "sys.exit(importlib.util.find_spec('ddp_doctor.session') is None)"
     )
     return subprocess.run([env.python, "-c", probe], env=env.environ).returncode == 0
 
@@ -209,8 +210,8 @@ def startup(env: Env, runs: int) -> list[tuple[str, float, str]]:
         "imports for the session (questionary + ours, rules loaded)": [
             env.python,
             "-c",
-            "import questionary, rich.console, wizard.cli, wizard.engine, wizard.render, "
-            "wizard.kb; wizard.kb.load()",
+            "import questionary, rich.console, ddp_doctor.cli, ddp_doctor.engine, "
+            "ddp_doctor.render, ddp_doctor.kb; ddp_doctor.kb.load()",
         ],
     }
     no_cache = dict(env.environ, DDP_DOCTOR_NO_CACHE="1")

@@ -13,13 +13,13 @@ FIXTURES = TESTS / "fixtures"
 
 
 def cli(*args: str, input: bytes | str | None = None, env: dict | None = None, timeout=60):
-    """Run `python -m wizard` as a user would run `ddp-doctor`; returns CompletedProcess."""
+    """Run `python -m ddp_doctor` as a user would run `ddp-doctor`; returns CompletedProcess."""
     full_env = {**os.environ, "PYTHONIOENCODING": "utf-8", **(env or {})}
     full_env.pop("DDP_DOCTOR_LANG", None)
     if isinstance(input, str):
         input = input.encode("utf-8")
     result = subprocess.run(
-        [sys.executable, "-m", "wizard", *args],
+        [sys.executable, "-m", "ddp_doctor", *args],
         input=input,
         capture_output=True,
         env=full_env,

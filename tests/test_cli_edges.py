@@ -16,8 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from wizard.cli import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_ERROR_FOUND, EXIT_OK, EXIT_RULES
+from ddp_doctor.cli import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_ERROR_FOUND, EXIT_OK, EXIT_RULES
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "versions" / "torch_1_10_flag_on.txt"
 ERROR = FIXTURE.read_bytes()

@@ -10,11 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from wizard import engine
-from wizard.kb import load
-from wizard.render import build_report, to_markdown
-from wizard.triage import triage_text
+from ddp_doctor import engine
+from ddp_doctor.kb import load
+from ddp_doctor.render import build_report, to_markdown
+from ddp_doctor.triage import triage_text
 
 KB = load()
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -11,12 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from ddp_doctor import triage
+from ddp_doctor.kb import load
+from ddp_doctor.triage import Scanner, summarise, triage_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from wizard import triage
-from wizard.kb import load
-from wizard.triage import Scanner, summarise, triage_text
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REAL = sorted(FIXTURES.rglob("*.txt"))

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ddp_doctor import kb as kb_module
+from ddp_doctor.i18n import detect_lang
 from helpers import ROOT, has_chinese
-
-from wizard import kb as kb_module
-from wizard.i18n import detect_lang
 
 RULES = ROOT / "rules"
 WIZARD = ROOT / "wizard"

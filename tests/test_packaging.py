@@ -2,7 +2,7 @@
 
 What a user gets from `pip install ddp-doctor`: the rules must ship inside the package (the
 run happens far from this checkout), the version must come from one place
-(`wizard.__version__`), and nothing may need torch to triage a paste. The wheel is built
+(`ddp_doctor.__version__`), and nothing may need torch to triage a paste. The wheel is built
 from the sdist, so a file missing from the sdist fails here too.
 """
 
@@ -15,9 +15,8 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+import ddp_doctor
 import pytest
-
-import wizard
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "versions" / "torch_1_10_flag_on.txt"
@@ -68,8 +67,11 @@ def test_wheel_carries_the_rules(dist):
     rules = sorted(p.relative_to(ROOT / "rules") for p in (ROOT / "rules").rglob("*.yaml"))
     assert rules
     for path in rules:
-        assert f"wizard/rules/{path.as_posix()}" in names
-    assert "wizard/rules/schema.json" in names
+        assert f"ddp_doctor/rules/{path.as_posix()}" in names
+    assert "ddp_doctor/rules/schema.json" in names
+    # the import name is ddp_doctor; no generic top-level `wizard` package is installed
+    assert "ddp_doctor/__init__.py" in names
+    assert not any(name.startswith("wizard/") for name in names)
 
 
 def test_sdist_carries_the_sources(dist):
@@ -99,7 +101,7 @@ def test_installed_wheel_has_no_torch(venv):
 def test_version_comes_from_one_place(venv, tmp_path):
     done = _run(venv, tmp_path, "--version")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == f"ddp-doctor {wizard.__version__}"
+    assert done.stdout.strip() == f"ddp-doctor {ddp_doctor.__version__}"
 
 
 def test_triage_far_from_the_checkout(venv, tmp_path):
@@ -109,17 +111,21 @@ def test_triage_far_from_the_checkout(venv, tmp_path):
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["family"] == "unfinished_reduction"
-    assert report["tool"]["version"] == wizard.__version__
+    assert report["tool"]["version"] == ddp_doctor.__version__
     # and the rules came from the installed package, not from this checkout
     where = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import wizard.kb as k; print(k.builtin_rules_dir())"],
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import ddp_doctor.kb as k; print(k.builtin_rules_dir())",
+        ],
         capture_output=True,
         text=True,
         cwd=tmp_path,
         timeout=120,
     ).stdout.strip()
     assert str(ROOT) not in where
-    assert where.endswith("wizard/rules")
+    assert where.endswith("ddp_doctor/rules")
 
 
 def test_chinese_markdown_from_the_wheel(venv, tmp_path):

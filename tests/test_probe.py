@@ -16,9 +16,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from wizard import kb as kb_module
-from wizard.probe import (
+from ddp_doctor import kb as kb_module
+from ddp_doctor.probe import (
     EXIT_CANNOT_PROBE,
     EXIT_OK,
     EXIT_PROBLEMS_FOUND,
@@ -297,9 +296,8 @@ def test_confirmed_by_single_process_ddp():
 @torch_test
 def test_a_ddp_wrapped_model_is_refused():
     import torch.distributed as dist
+    from ddp_doctor.probe import _free_port
     from torch.nn.parallel import DistributedDataParallel
-
-    from wizard.probe import _free_port
 
     dist.init_process_group(
         "gloo", init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1
@@ -320,9 +318,7 @@ def test_a_ddp_wrapped_model_is_refused():
 
 
 def test_importing_the_probe_imports_neither_torch_nor_rich():
-    code = (
-        "import sys, wizard.probe; print(sorted(m for m in ('torch', 'rich') if m in sys.modules))"
-    )
+    code = "import sys, ddp_doctor.probe; print(sorted(m for m in ('torch', 'rich') if m in sys.modules))"
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
@@ -439,8 +435,8 @@ def test_cli_without_torch_exits_3(lang, expected):
         f"""
         import sys
         sys.modules["torch"] = None
-        from wizard import kb
-        from wizard.probe import run_probe_command
+        from ddp_doctor import kb
+        from ddp_doctor.probe import run_probe_command
         sys.exit(run_probe_command("anything:make", 3, {lang!r}, False, kb.load()))
         """
     )

@@ -8,10 +8,9 @@ not from ddp-doctor's output. These tests need no torch.
 from __future__ import annotations
 
 import pytest
+from ddp_doctor import kb as kb_module
+from ddp_doctor.cli import read_sources
 from helpers import FIXTURES
-
-from wizard import kb as kb_module
-from wizard.cli import read_sources
 
 KB = kb_module.load()
 REAL = FIXTURES / "real"

@@ -84,7 +84,7 @@ def rules_regexes() -> dict[str, tuple[str, int]]:
 
 
 def code_regexes() -> dict[str, tuple[str, int]]:
-    from wizard import normalise, triage
+    from ddp_doctor import normalise, triage
 
     found = {}
     for module in (normalise, triage):

@@ -18,8 +18,8 @@ from helpers import FIXTURES, ROOT
 
 PYTHON = sys.executable
 CONSOLE_SCRIPT = Path(sys.executable).parent / "ddp-doctor"
-# the installed console script is what users run; `python -m wizard` when not installed
-WRAPPER = [str(CONSOLE_SCRIPT)] if CONSOLE_SCRIPT.exists() else [PYTHON, "-m", "wizard"]
+# the installed console script is what users run; `python -m ddp_doctor` when not installed
+WRAPPER = [str(CONSOLE_SCRIPT)] if CONSOLE_SCRIPT.exists() else [PYTHON, "-m", "ddp_doctor"]
 HANG_GUARD = 120  # seconds; only so a broken wrapper fails the test instead of hanging it
 FLAG_ON_ERROR = FIXTURES / "versions" / "torch_1_10_flag_on.txt"
 UNUSED_FLAG_WARNING = (

@@ -8,10 +8,9 @@ import shutil
 import jsonschema
 import pytest
 import yaml
+from ddp_doctor import kb as kb_module
+from ddp_doctor.rules_check import check_rules
 from helpers import ROOT, cli
-
-from wizard import kb as kb_module
-from wizard.rules_check import check_rules
 
 RULES = ROOT / "rules"
 SCHEMA = json.loads((RULES / "schema.json").read_text())

@@ -18,18 +18,16 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from wizard import engine
-from wizard.kb import load
-from wizard.render import build_report
-from wizard.triage import triage_text
+from ddp_doctor import engine
+from ddp_doctor.kb import load
+from ddp_doctor.render import build_report
+from ddp_doctor.triage import triage_text
 
 pytest.importorskip("questionary")
+from ddp_doctor.session import run_session  # noqa: E402
 from prompt_toolkit.input import create_pipe_input  # noqa: E402
 from prompt_toolkit.output import DummyOutput  # noqa: E402
 from rich.console import Console  # noqa: E402
-
-from wizard.session import run_session  # noqa: E402
 
 KB = load()
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -7,10 +7,9 @@ a rule and its test travel together); this one test runs them all.
 from __future__ import annotations
 
 import pytest
+from ddp_doctor import kb as kb_module
+from ddp_doctor.triage import triage_text
 from helpers import TESTS
-
-from wizard import kb as kb_module
-from wizard.triage import triage_text
 
 KB = kb_module.load()
 

@@ -15,11 +15,10 @@ from dataclasses import replace
 
 import pytest
 import yaml
-
-from wizard import engine
-from wizard.kb import load
-from wizard.render import fix_view
-from wizard.triage import triage_text
+from ddp_doctor import engine
+from ddp_doctor.kb import load
+from ddp_doctor.render import fix_view
+from ddp_doctor.triage import triage_text
 
 KB = load()
 FRAMEWORKS = [o.value for o in KB.question("framework").options if o.value != engine.UNSURE]

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
+from ddp_doctor import kb as kb_module
+from ddp_doctor.triage import Scanner, group_modules, summarise, triage_text
 from helpers import FIXTURES, cli, has_chinese
-
-from wizard import kb as kb_module
-from wizard.triage import Scanner, group_modules, summarise, triage_text
 
 KB = kb_module.load()
 

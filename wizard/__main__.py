@@ -1,5 +1,5 @@
-"""`python -m wizard` is the same as `ddp-doctor`."""
+"""`python -m ddp_doctor` is the same as `ddp-doctor`."""
 
-from wizard.cli import main
+from .cli import main
 
 raise SystemExit(main())

@@ -21,7 +21,7 @@ import time
 from collections.abc import Sequence
 from typing import IO, Any
 
-from wizard import __version__
+from . import __version__
 
 EXIT_OK = 0
 EXIT_NO_ERROR_FOUND = 1
@@ -119,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _lang(args: argparse.Namespace) -> str:
-    from wizard.i18n import resolve_lang
+    from .i18n import resolve_lang
 
     return resolve_lang(getattr(args, "lang", None))
 
@@ -191,8 +191,8 @@ class _Progress:
 
 def read_sources(kb, paths: Sequence[str], lang: str, max_bytes: int | None):
     """Scan every input; returns the TriageResult. Raises UserError for bad inputs."""
-    from wizard.i18n import tr
-    from wizard.triage import scan_stream, summarise
+    from .i18n import tr
+    from .triage import scan_stream, summarise
 
     scanners = []
     for path in paths:
@@ -230,7 +230,7 @@ def _warn(text: str) -> None:
 
 def emit(kb, diagnosis, lang: str, fmt: str, stream: IO[str] | None = None) -> None:
     """Print the report in the chosen format."""
-    from wizard.render import build_report, to_json, to_markdown
+    from .render import build_report, to_json, to_markdown
 
     stream = stream or sys.stdout
     report = build_report(kb, diagnosis, lang)
@@ -241,15 +241,15 @@ def emit(kb, diagnosis, lang: str, fmt: str, stream: IO[str] | None = None) -> N
     else:
         from rich.console import Console
 
-        from wizard.render import print_rich
+        from .render import print_rich
 
         print_rich(kb, report, Console(file=stream, highlight=False))
     stream.flush()
 
 
 def _no_error_found(kb, lang: str, fmt: str, result) -> int:
-    from wizard.engine import diagnose
-    from wizard.i18n import tr
+    from .engine import diagnose
+    from .i18n import tr
 
     if fmt == "json":
         emit(kb, diagnose(kb, result), lang, fmt)
@@ -263,8 +263,8 @@ def _no_error_found(kb, lang: str, fmt: str, result) -> int:
 
 
 def cmd_triage(kb, args, lang: str) -> int:
-    from wizard.engine import diagnose
-    from wizard.i18n import tr
+    from .engine import diagnose
+    from .i18n import tr
 
     paths = args.files or ["-"]
     if paths == ["-"] and sys.stdin.isatty():
@@ -280,12 +280,12 @@ def cmd_triage(kb, args, lang: str) -> int:
 
 
 def cmd_ask(kb, args, lang: str) -> int:
-    from wizard.engine import diagnose, facts_from_text
+    from .engine import diagnose, facts_from_text
 
     result = read_sources(kb, [args.paste], lang, DEFAULT_MAX_BYTES) if args.paste else None
     facts = facts_from_text(kb, args.text)
     if not facts and not (result and result.findings):
-        from wizard.i18n import tr
+        from .i18n import tr
 
         sys.stdout.write(tr(kb, "ask_nothing_understood", lang) + "\n")
         return EXIT_NO_ERROR_FOUND
@@ -345,7 +345,7 @@ def _answer_value(value: Any) -> str:
 
 
 def cmd_answers(kb, args, lang: str) -> int:
-    from wizard.engine import diagnose, resolve_answers
+    from .engine import diagnose, resolve_answers
 
     answers = _load_answers(args.answers)
     result = read_sources(kb, [args.paste], lang, DEFAULT_MAX_BYTES) if args.paste else None
@@ -363,7 +363,7 @@ def cmd_answers(kb, args, lang: str) -> int:
 
 
 def _save_markdown(kb, diagnosis, lang: str, path: str) -> None:
-    from wizard.render import build_report, to_markdown
+    from .render import build_report, to_markdown
 
     try:
         with open(path, "w", encoding="utf-8") as handle:
@@ -375,13 +375,13 @@ def _save_markdown(kb, diagnosis, lang: str, path: str) -> None:
 def cmd_session(kb, args, lang: str) -> int:
     if not sys.stdin.isatty() or not sys.stdout.isatty():
         raise UserError(EXIT_NEEDS_TTY, "err_needs_tty")
-    from wizard.session import run_session
+    from .session import run_session
 
     return run_session(kb, lang, paste_path=args.paste, save_path=args.save)
 
 
 def cmd_run(kb, args, lang: str) -> int:
-    from wizard.run import run_command
+    from .run import run_command
 
     argv = list(args.argv)
     if argv[:1] == ["--"]:
@@ -392,7 +392,7 @@ def cmd_run(kb, args, lang: str) -> int:
 
 
 def cmd_probe(kb, args, lang: str) -> int:
-    from wizard.probe import run_probe_command
+    from .probe import run_probe_command
 
     return run_probe_command(
         args.target, args.steps, lang, args.json, kb, confirm_with_ddp=args.confirm_ddp
@@ -414,7 +414,7 @@ COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # before importing the rest: `--help` needs none of it
-    from wizard.kb import RulesError, load
+    from .kb import RulesError, load
 
     lang = _lang(args)
     kb = None
@@ -443,7 +443,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _print_user_error(kb, err: UserError, lang: str) -> None:
-    from wizard.i18n import tr
+    from .i18n import tr
 
     text = tr(kb, err.key, lang, **err.fields) if kb is not None else err.key
     sys.stderr.write(f"ddp-doctor: {text}\n")

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from wizard.kb import Cause, Fix, KnowledgeBase, Option, Question, Text
-from wizard.triage import Finding, TriageResult
+from .kb import Cause, Fix, KnowledgeBase, Option, Question, Text
+from .triage import Finding, TriageResult
 
 DEFAULT_SETTINGS = {
     "lead_probability": 0.6,  # one cause "clearly leads" above this ...

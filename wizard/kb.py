@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from wizard import __version__
+from . import __version__
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -210,7 +210,7 @@ class KnowledgeBase:
 
 
 def builtin_rules_dir() -> Path:
-    """The rules shipped with the package: `wizard/rules` in a wheel, `rules/` in a checkout."""
+    """The rules shipped with the package: `ddp_doctor/rules` in a wheel, `rules/` in a checkout."""
     from pathlib import Path
 
     return Path(_builtin_rules_dir())
@@ -273,7 +273,7 @@ def _merge_by_id(base: list, extra: list) -> list:
 
 def _read_raw(rules_dirs: list[str]) -> dict[str, Any]:
     """Read and merge every rules file; validate each file before merging."""
-    from wizard.rules_check import check_rules  # only a cache miss validates
+    from .rules_check import check_rules  # only a cache miss validates
 
     raw: dict[str, Any] = {"messages": {}}
     for rules_dir in rules_dirs:

@@ -1,6 +1,6 @@
 """Find the parameters a training step does not reach: the seed article's fix 3, done properly.
 
-    from wizard.probe import find_unused_parameters
+    from .probe import find_unused_parameters
     report = find_unused_parameters(model, step, steps=3)  # step(model) -> loss(es)
     print(report)
 
@@ -145,7 +145,7 @@ class ProbeError(Exception):
         super().__init__(key)
 
     def message(self, lang: str | None = None, kb=None) -> str:
-        from wizard.i18n import tr
+        from .i18n import tr
 
         return tr(kb or _kb(), self.key, _lang(lang), **self.fields)
 
@@ -486,19 +486,19 @@ def _free_port() -> int:
 
 
 def _kb():
-    from wizard import kb
+    from . import kb
 
     return kb.load()
 
 
 def _lang(lang: str | None) -> str:
-    from wizard.i18n import resolve_lang
+    from .i18n import resolve_lang
 
     return resolve_lang(lang)
 
 
 def _kb_text(key: str, **fields: object) -> str:
-    from wizard.i18n import tr
+    from .i18n import tr
 
     return tr(_kb(), key, _lang(None), **fields)
 
@@ -525,7 +525,7 @@ def _renderable(report: ProbeReport, lang: str, kb):
     from rich.table import Table
     from rich.text import Text
 
-    from wizard.i18n import tr
+    from .i18n import tr
 
     def t(key: str, **fields: object) -> str:
         return tr(kb, key, lang, **fields)
@@ -636,7 +636,7 @@ def run_probe_command(
     complain about, 3 the target cannot be probed (import or factory fails, torch missing,
     the step fails). Failures print one translated line on stderr, never a traceback.
     """
-    from wizard.i18n import resolve_lang, tr
+    from .i18n import resolve_lang, tr
 
     lang = resolve_lang(lang)
 

@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from wizard import __version__
-from wizard.engine import Diagnosis, RankedFix, condition_holds
-from wizard.i18n import tr
-from wizard.kb import KnowledgeBase, Text
+from . import __version__
+from .engine import Diagnosis, RankedFix, condition_holds
+from .i18n import tr
+from .kb import KnowledgeBase, Text
 
 SCHEMA_VERSION = 1
 DEFAULT_MODULE = "aux_head"  # stands in for the user's module when the paste names none

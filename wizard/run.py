@@ -36,8 +36,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from wizard.i18n import tr
-from wizard.triage import Scanner, TriageResult, summarise
+from .i18n import tr
+from .triage import Scanner, TriageResult, summarise
 
 DEBUG_ENV = "TORCH_DISTRIBUTED_DEBUG"
 # Measured on torch 2.13 CPU with a real 2-process gloo job that skips a module
@@ -408,7 +408,7 @@ def report(
     fmt: str,
     report_path: str | None,
 ) -> None:
-    from wizard.engine import diagnose
+    from .engine import diagnose
 
     failed = outcome.exit_code != 0
     explained = failed and bool(known_errors(kb, outcome.result))
@@ -430,7 +430,7 @@ def report(
 
 
 def _report_data(kb, diagnosis, outcome: RunOutcome, argv: Sequence[str], lang: str) -> dict:
-    from wizard.render import build_report, to_json_data
+    from .render import build_report, to_json_data
 
     data = to_json_data(build_report(kb, diagnosis, lang))
     signal_name = signal.Signals(outcome.interrupted_by).name if outcome.interrupted_by else None
@@ -448,7 +448,7 @@ def _print_diagnosis(kb, diagnosis, outcome, argv, lang: str, fmt: str) -> None:
         data = _report_data(kb, diagnosis, outcome, argv, lang)
         sys.stderr.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
         return
-    from wizard.cli import emit
+    from .cli import emit
 
     emit(kb, diagnosis, lang, fmt, sys.stderr)
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wizard import engine
-from wizard.engine import AskedQuestion
-from wizard.i18n import tr
+from . import engine
+from .engine import AskedQuestion
+from .i18n import tr
 
 EXIT_OK = 0
 EXIT_INTERRUPTED = 130
@@ -120,10 +120,10 @@ class _Session:
         return EXIT_OK
 
     def start(self, paste_path: str | None) -> _State:
-        from wizard.triage import triage_text
+        from .triage import triage_text
 
         if paste_path:
-            from wizard.cli import DEFAULT_MAX_BYTES, read_sources
+            from .cli import DEFAULT_MAX_BYTES, read_sources
 
             result = read_sources(self.kb, [paste_path], self.lang, DEFAULT_MAX_BYTES)
             paste = None
@@ -176,7 +176,7 @@ class _Session:
             state.facts = updated
 
     def report(self, diagnosis) -> None:
-        from wizard.render import build_report, print_rich
+        from .render import build_report, print_rich
 
         self.console.print()
         print_rich(self.kb, build_report(self.kb, diagnosis, self.lang), self.console)
@@ -252,7 +252,7 @@ class _Session:
         """Write the report, the answers and the paste; None (after a message) on failure."""
         import yaml
 
-        from wizard.render import build_report, to_markdown
+        from .render import build_report, to_markdown
 
         report = Path(save_path)
         stem = report.with_suffix("") if report.suffix else report

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable
 
-from wizard.kb import Family, KnowledgeBase
-from wizard.normalise import Line, clean_lines, collapse_space
+from .kb import Family, KnowledgeBase
+from .normalise import Line, clean_lines, collapse_space
 
 BLOCK_SIZE = 4 << 20  # bytes read at a time
 CONTEXT_BEFORE = 48 << 10  # bytes kept before an anchor: the traceback that led to it

@@ -228,7 +228,7 @@ def ddp_doctor(*args: str, stdin: str | None = None) -> dict:
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
     env.pop("DDP_DOCTOR_LANG", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "wizard", *args, "--json", "--lang", "en"],
+        [sys.executable, "-m", "ddp_doctor", *args, "--json", "--lang", "en"],
         input=stdin,
         capture_output=True,
         text=True,
@@ -258,7 +258,7 @@ def report_for(case: Case, tmp_path: Path) -> dict:
 def fixes_to_prove(case: Case, report: dict) -> list[str]:
     """What the report recommends, plus the rest of the top cause's list it does not warn
     against: a fix the rules can print for this cause must work here."""
-    from wizard import kb as kb_module
+    from ddp_doctor import kb as kb_module
 
     kb = kb_module.load()
     recommended = [f["id"] for f in report["fixes"]]
@@ -465,7 +465,7 @@ NOT_COVERED = {
 
 
 def not_covered() -> list[str]:
-    from wizard import kb as kb_module
+    from ddp_doctor import kb as kb_module
 
     covered = {c.cause for c in CASES}
     return [c.id for c in kb_module.load().causes if c.id not in covered]
