@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ddp_doctor import triage
+from ddp_doctor import analyser, triage
 from ddp_doctor.kb import load
 from ddp_doctor.triage import Scanner, summarise, triage_text
 from hypothesis import HealthCheck, given, settings
@@ -155,18 +155,18 @@ def test_block_boundaries_change_nothing(data):
 def _analysed_chars(data: bytes) -> int:
     """Characters the regex stage saw while scanning `data`."""
     seen = 0
-    original = triage._Analyser.analyse
+    original = analyser.Analyser.analyse
 
     def counting(self, text, first_line):
         nonlocal seen
         seen += len(text)
         return original(self, text, first_line)
 
-    triage._Analyser.analyse = counting
+    analyser.Analyser.analyse = counting
     try:
         _scan(data, [1 << 16])
     finally:
-        triage._Analyser.analyse = original
+        analyser.Analyser.analyse = original
     return seen
 
 

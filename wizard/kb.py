@@ -435,105 +435,109 @@ def _compile(pattern: str) -> re.Pattern:
     return re.compile(pattern, re.MULTILINE)
 
 
+def _fact_rule(raw: dict[str, Any]) -> FactRule:
+    return FactRule(_compile(raw["pattern"]), _frozen(raw["sets"]))
+
+
+def _family(raw: dict[str, Any]) -> Family:
+    examples = raw.get("examples", {})
+    return Family(
+        id=raw["id"],
+        severity=raw.get("severity", "error"),
+        title=_text(raw["title"]),
+        summary=_text(raw["summary"]),
+        anchors=tuple(raw["anchors"]),
+        patterns=tuple(_compile(p) for p in raw["patterns"]),
+        sets=_frozen(raw.get("sets")),
+        facts=tuple(_fact_rule(r) for r in raw.get("facts", [])),
+        positive=_examples(examples.get("positive")),
+        negative=_examples(examples.get("negative")),
+    )
+
+
+def _extractor(raw: dict[str, Any]) -> Extractor:
+    return Extractor(raw["field"], _compile(raw["pattern"]), raw.get("split"))
+
+
+def _evidence(raw: dict[str, Any]) -> Evidence:
+    return Evidence(_frozen(raw["when"]), float(raw["weight"]), _text(raw.get("reason")))
+
+
+def _cause(raw: dict[str, Any]) -> Cause:
+    return Cause(
+        id=raw["id"],
+        title=_text(raw["title"]),
+        explanation=_text(raw["explanation"]),
+        prior=float(raw.get("prior", 0.0)),
+        evidence=tuple(_evidence(e) for e in raw.get("evidence", [])),
+        fixes=tuple(raw.get("fixes", [])),
+    )
+
+
+def _snippet(raw: dict[str, Any]) -> Snippet:
+    return Snippet(raw.get("language", "python"), _text(raw["code"]))
+
+
+def _fix(raw: dict[str, Any]) -> Fix:
+    return Fix(
+        id=raw["id"],
+        kind=raw.get("kind", "fix"),
+        title=_text(raw["title"]),
+        why=_text(raw["why"]),
+        cost=_text(raw.get("cost")),
+        snippets=_frozen({name: _snippet(s) for name, s in raw.get("snippets", {}).items()}),
+        avoid_when=_frozen(raw["avoid_when"]) if raw.get("avoid_when") else None,
+        warning=_text(raw.get("warning")),
+    )
+
+
+def _option(raw: dict[str, Any]) -> Option:
+    return Option(str(raw["value"]), _text(raw["label"]), _frozen(raw.get("sets")))
+
+
+def _question(raw: dict[str, Any]) -> Question:
+    return Question(
+        id=raw["id"],
+        kind=raw.get("kind", "select"),
+        purpose=raw.get("purpose", "diagnose"),
+        text=_text(raw["text"]),
+        help=_text(raw.get("help")),
+        fact=raw.get("fact"),
+        ask_when=_frozen(raw["ask_when"]) if raw.get("ask_when") else None,
+        for_each=raw.get("for_each"),
+        limit=int(raw.get("limit", 1)),
+        options=tuple(_option(o) for o in raw.get("options", [])),
+    )
+
+
+def _keyword(raw: dict[str, Any]) -> Keyword:
+    matches = raw["match"]
+    return Keyword(
+        substrings=tuple(m.lower() for m in matches if not m.startswith("re:")),
+        regexes=tuple(re.compile(m[3:], re.IGNORECASE) for m in matches if m.startswith("re:")),
+        sets=_frozen(raw["sets"]),
+    )
+
+
+def _note(raw: dict[str, Any]) -> Note:
+    return Note(raw["id"], _frozen(raw["when"]), _text(raw["text"]))
+
+
 def _build(raw: dict[str, Any]) -> KnowledgeBase:
-    families = tuple(
-        Family(
-            id=f["id"],
-            severity=f.get("severity", "error"),
-            title=_text(f["title"]),
-            summary=_text(f["summary"]),
-            anchors=tuple(f["anchors"]),
-            patterns=tuple(_compile(p) for p in f["patterns"]),
-            sets=_frozen(f.get("sets")),
-            facts=tuple(
-                FactRule(_compile(r["pattern"]), _frozen(r["sets"])) for r in f.get("facts", [])
-            ),
-            positive=_examples(f.get("examples", {}).get("positive")),
-            negative=_examples(f.get("examples", {}).get("negative")),
-        )
-        for f in raw.get("families", [])
-    )
-    extractors = tuple(
-        Extractor(e["field"], _compile(e["pattern"]), e.get("split"))
-        for e in raw.get("extractors", [])
-    )
-    hints = tuple(
-        FactRule(_compile(h["pattern"]), _frozen(h["sets"])) for h in raw.get("hints", [])
-    )
-    causes = tuple(
-        Cause(
-            id=c["id"],
-            title=_text(c["title"]),
-            explanation=_text(c["explanation"]),
-            prior=float(c.get("prior", 0.0)),
-            evidence=tuple(
-                Evidence(_frozen(e["when"]), float(e["weight"]), _text(e.get("reason")))
-                for e in c.get("evidence", [])
-            ),
-            fixes=tuple(c.get("fixes", [])),
-        )
-        for c in raw.get("causes", [])
-    )
-    fixes = {
-        f["id"]: Fix(
-            id=f["id"],
-            kind=f.get("kind", "fix"),
-            title=_text(f["title"]),
-            why=_text(f["why"]),
-            cost=_text(f.get("cost")),
-            snippets=_frozen(
-                {
-                    name: Snippet(s.get("language", "python"), _text(s["code"]))
-                    for name, s in f.get("snippets", {}).items()
-                }
-            ),
-            avoid_when=_frozen(f["avoid_when"]) if f.get("avoid_when") else None,
-            warning=_text(f.get("warning")),
-        )
-        for f in raw.get("fixes", [])
-    }
-    questions = tuple(
-        Question(
-            id=q["id"],
-            kind=q.get("kind", "select"),
-            purpose=q.get("purpose", "diagnose"),
-            text=_text(q["text"]),
-            help=_text(q.get("help")),
-            fact=q.get("fact"),
-            ask_when=_frozen(q["ask_when"]) if q.get("ask_when") else None,
-            for_each=q.get("for_each"),
-            limit=int(q.get("limit", 1)),
-            options=tuple(
-                Option(str(o["value"]), _text(o["label"]), _frozen(o.get("sets")))
-                for o in q.get("options", [])
-            ),
-        )
-        for q in raw.get("questions", [])
-    )
-    keywords = tuple(
-        Keyword(
-            substrings=tuple(m.lower() for m in k["match"] if not m.startswith("re:")),
-            regexes=tuple(
-                re.compile(m[3:], re.IGNORECASE) for m in k["match"] if m.startswith("re:")
-            ),
-            sets=_frozen(k["sets"]),
-        )
-        for k in raw.get("keywords", [])
-    )
+    """The knowledge base from validated raw data: one builder per object above."""
+    fixes = {f["id"]: _fix(f) for f in raw.get("fixes", [])}
     messages = {key: _text(value) for key, value in raw.get("messages", {}).items()}
     return KnowledgeBase(
-        families=families,
-        extractors=extractors,
-        hints=hints,
-        causes=causes,
+        families=tuple(_family(f) for f in raw.get("families", [])),
+        extractors=tuple(_extractor(e) for e in raw.get("extractors", [])),
+        hints=tuple(_fact_rule(h) for h in raw.get("hints", [])),
+        causes=tuple(_cause(c) for c in raw.get("causes", [])),
         fixes=_frozen(fixes),
-        questions=questions,
-        keywords=keywords,
+        questions=tuple(_question(q) for q in raw.get("questions", [])),
+        keywords=tuple(_keyword(k) for k in raw.get("keywords", [])),
         messages=_frozen(messages),
         line_prefixes=tuple(re.compile(p) for p in raw.get("line_prefixes", [])),
-        notes=tuple(
-            Note(n["id"], _frozen(n["when"]), _text(n["text"])) for n in raw.get("notes", [])
-        ),
+        notes=tuple(_note(n) for n in raw.get("notes", [])),
         library_paths=re.compile(raw.get("library_paths") or r"(?!)"),
         engine=_frozen(raw.get("engine")),
     )
