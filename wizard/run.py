@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .atomic import write_atomic
 from .i18n import tr
 from .triage import Scanner, TriageResult, summarise
 
@@ -457,8 +458,8 @@ def _write_report(kb, diagnosis, outcome, argv, lang: str, path: str) -> None:
     """Written for every outcome, so a report file never describes an earlier run."""
     data = _report_data(kb, diagnosis, outcome, argv, lang)
     try:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        # atomic: a full disk or a file-size limit leaves the previous report whole
+        write_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     except OSError as exc:
         reason = exc.strerror or str(exc)
         _say(tr(kb, "run_cannot_write_report", lang, path=path, reason=reason))
