@@ -16,7 +16,10 @@ import time
 from pathlib import Path
 
 import pytest
-from ddp_doctor.cli import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_NO_ERROR_FOUND, EXIT_OK, EXIT_RULES
+from ddp_doctor.errors import ExitCode
+
+EXIT_OK, EXIT_NO_ERROR_FOUND, EXIT_INPUT = ExitCode.OK, ExitCode.NO_ERROR_FOUND, ExitCode.INPUT
+EXIT_RULES, EXIT_INTERRUPTED = ExitCode.RULES, ExitCode.INTERRUPTED
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "versions" / "torch_1_10_flag_on.txt"
 ERROR = FIXTURE.read_bytes()

@@ -17,16 +17,16 @@ from pathlib import Path
 
 import pytest
 from ddp_doctor import kb as kb_module
+from ddp_doctor.errors import ExitCode
 from ddp_doctor.probe import (
-    EXIT_CANNOT_PROBE,
-    EXIT_OK,
-    EXIT_PROBLEMS_FOUND,
     ProbeError,
     ProbeReport,
     find_unused_parameters,
     run_probe_command,
 )
 
+EXIT_OK, EXIT_PROBLEMS_FOUND = ExitCode.OK, ExitCode.PROBLEMS_FOUND
+EXIT_CANNOT_PROBE = ExitCode.CANNOT_PROBE
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 MODELS_FILE = HERE / "probe_models.py"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 from ddp_doctor import kb as kb_module
-from ddp_doctor.cli import read_sources
+from ddp_doctor.inputs import read_sources
 from helpers import FIXTURES
 
 KB = kb_module.load()

@@ -29,9 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-EXIT_OK = 0
-EXIT_PROBLEMS_FOUND = 1
-EXIT_CANNOT_PROBE = 3
+from .errors import ExitCode
 
 # List punctuation, not words (so not in the messages file): Chinese separates clauses with
 # a full-width comma. Lists of code names (modules, parameters) use ", " in both languages.
@@ -642,7 +640,7 @@ def run_probe_command(
 
     def fail(key: str, **fields: object) -> int:
         print(tr(kb, key, lang, **fields), file=sys.stderr)
-        return EXIT_CANNOT_PROBE
+        return ExitCode.CANNOT_PROBE
 
     try:
         import torch
@@ -675,7 +673,7 @@ def run_probe_command(
         from rich.console import Console
 
         Console(file=sys.stdout, highlight=False).print(report.renderable(lang, kb))
-    return EXIT_OK if report.ok else EXIT_PROBLEMS_FOUND
+    return ExitCode.OK if report.ok else ExitCode.PROBLEMS_FOUND
 
 
 def _load_factory(target: str) -> tuple[Callable, str]:

@@ -432,3 +432,23 @@ def print_rich(kb: KnowledgeBase, report: Report, console) -> None:
         )
     for note in report.notes:
         console.print(RichText("• ") + inline(note))
+
+
+# ---------------------------------------------------------------------------- output
+
+
+def emit(kb: KnowledgeBase, diagnosis: Diagnosis, lang: str, fmt: str, stream=None) -> None:
+    """Print the report in the chosen format (json, markdown or rich) on `stream`."""
+    import sys
+
+    stream = stream or sys.stdout
+    report = build_report(kb, diagnosis, lang)
+    if fmt == "json":
+        stream.write(to_json(report) + "\n")
+    elif fmt == "markdown":
+        stream.write(to_markdown(kb, report))
+    else:
+        from rich.console import Console
+
+        print_rich(kb, report, Console(file=stream, highlight=False))
+    stream.flush()

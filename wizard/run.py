@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .atomic import write_atomic
+from .errors import ExitCode
 from .i18n import tr
 from .triage import Scanner, TriageResult, summarise
 
@@ -61,8 +62,6 @@ DRAIN_SECONDS = 2.0  # after the child exits, how long its own children may hold
 INTERRUPT_GRACE_SECONDS = 10.0  # after passing on Ctrl-C: time to save and shut down
 TERM_GRACE_SECONDS = 5.0  # after SIGTERM, before SIGKILL
 
-EXIT_CANNOT_EXECUTE = 126  # as a shell: found but cannot be run
-EXIT_NOT_FOUND = 127  # as a shell: no such command
 
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 STDOUT_SOURCE = "stdout"
@@ -342,11 +341,11 @@ def run_job(kb, argv: Sequence[str], lang: str) -> RunOutcome | int:
                 _say(tr(kb, "run_cannot_execute", lang, command=argv[0], reason=exc.strerror))
             else:
                 _say(tr(kb, "run_not_found", lang, command=argv[0]))
-            return EXIT_NOT_FOUND
+            return ExitCode.NOT_FOUND
         except OSError as exc:
             reason = exc.strerror or str(exc)
             _say(tr(kb, "run_cannot_execute", lang, command=argv[0], reason=reason))
-            return EXIT_CANNOT_EXECUTE
+            return ExitCode.CANNOT_EXECUTE
         forwarder.attach(child.pid)
         streams = [
             _OutputStream(child.stdout, sys.stdout.fileno(), Scanner(kb, STDOUT_SOURCE)),
@@ -449,7 +448,7 @@ def _print_diagnosis(kb, diagnosis, outcome, argv, lang: str, fmt: str) -> None:
         data = _report_data(kb, diagnosis, outcome, argv, lang)
         sys.stderr.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
         return
-    from .cli import emit
+    from .render import emit
 
     emit(kb, diagnosis, lang, fmt, sys.stderr)
 

@@ -1,9 +1,9 @@
 """The interactive `ddp-doctor` session: paste, describe, a short interview, the report.
 
 The only module that imports questionary (and prompt_toolkit), lazily, so `triage` and the
-other commands never pay for it. The session decides nothing about DDP itself: it loops
-`engine.next_question` -> ask -> `engine.apply_answer` and hands the facts to
-`engine.diagnose` and the shared renderer.
+other commands never pay for it. This is the terminal half: it prints and asks. The state
+(facts, answers, going back) is `interview.Interview`, which has no terminal imports; the
+`--answers` file and the reproduce command are `answers.py`.
 
 Input conventions (documented in the README):
 - The paste prompt reads lines until an empty line. Terminals send a paste as one
@@ -15,48 +15,22 @@ Input conventions (documented in the README):
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import engine
+from .answers import answers_for_file, dump_answers, reproduce_command
 from .engine import AskedQuestion
+from .errors import ExitCode
 from .i18n import tr
+from .interview import Interview, explain_facts
 
-EXIT_OK = 0
-EXIT_INTERRUPTED = 130
 DEFAULT_REPORT = "ddp-doctor-report.md"
-DEFAULT_FAMILY = "unfinished_reduction"  # the error this tool is about, when nothing was pasted
 _BACK = "\x00back"  # a select value no rules option can have
 
 
 class _Quit(Exception):
     """Ctrl-C or Ctrl-D/EOF at a prompt: leave quietly."""
-
-
-@dataclass
-class _Step:
-    asked: AskedQuestion
-    value: str
-    facts_before: dict[str, Any]
-
-
-@dataclass
-class _State:
-    facts: dict[str, Any]
-    modules: tuple[str, ...] = ()
-    triage: Any = None
-    paste: str | None = None
-    paste_path: str | None = None  # given with --paste: reused, never copied
-    description: str = ""
-    text_facts: dict[str, Any] = field(default_factory=dict)
-    history: list[_Step] = field(default_factory=list)
-
-    @property
-    def answers(self) -> dict[str, str]:
-        return {step.asked.key: step.value for step in self.history}
 
 
 # ---------------------------------------------------------------------------- entry point
@@ -87,13 +61,15 @@ def run_session(
     except (_Quit, KeyboardInterrupt, EOFError):
         console.print()
         console.print(tr(kb, "session_interrupted", lang), style="dim")
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
 
 
 # ---------------------------------------------------------------------------- the session
 
 
 class _Session:
+    """The terminal side of the interview: what is printed and asked; state is `Interview`."""
+
     def __init__(self, kb, lang: str, console, prompt_input, prompt_output):
         self.kb, self.lang, self.console = kb, lang, console
         self.io: dict[str, Any] = {}
@@ -111,69 +87,55 @@ class _Session:
         self.console.print(self.t("session_welcome"), style="bold")
         self.console.print(self.t("session_quit_hint"), style="dim")
         state = self.start(paste_path)
-        if state.triage is None or not state.triage.findings:
+        if not state.found_error:
             self.describe(state)
         self.interview(state)
-        diagnosis = engine.diagnose(self.kb, state.triage, state.facts, state.answers)
+        diagnosis = state.diagnose()
         self.report(diagnosis)
         self.save(state, diagnosis, save_path)
-        return EXIT_OK
+        return ExitCode.OK
 
-    def start(self, paste_path: str | None) -> _State:
+    def start(self, paste_path: str | None) -> Interview:
         from .triage import triage_text
 
         if paste_path:
-            from .cli import DEFAULT_MAX_BYTES, read_sources
+            from .inputs import DEFAULT_MAX_BYTES, read_sources
 
             result = read_sources(self.kb, [paste_path], self.lang, DEFAULT_MAX_BYTES)
             paste = None
         else:
             paste = self.read_paste()
             result = triage_text(self.kb, paste) if paste else None
-        if result is not None and result.findings:
-            facts = dict(result.facts)
+        state = Interview.start(self.kb, result, paste, paste_path)
+        if state.found_error:
             self.show_findings(result)
-        else:
-            if result is not None:
-                self.console.print(self.t("session_paste_unknown"), style="yellow")
-            facts = {"family": DEFAULT_FAMILY}
-        modules = result.unused_modules if result is not None else ()
-        return _State(facts, modules, result, paste, paste_path)
+        elif result is not None:
+            self.console.print(self.t("session_paste_unknown"), style="yellow")
+        return state
 
-    def describe(self, state: _State) -> None:
+    def describe(self, state: Interview) -> None:
         text = self.ask_text(self.t("session_describe_prompt"))
         if not text.strip():
             return
-        state.description = text.strip()
-        found = engine.facts_from_text(self.kb, state.description)
+        found = state.describe(text)
         if not found:
             self.console.print(self.t("session_describe_nothing"), style="dim")
             return
-        state.text_facts = found
-        state.facts.update(found)
         self.console.print(self.t("session_describe_understood"), style="green")
-        for question, option in _explain_facts(self.kb, found):
+        for question, option in explain_facts(self.kb, found):
             line = f"  ✓ {question.text.get(self.lang)} → {option.label.get(self.lang)}"
             self.console.print(line.replace("{module}", "…"), style="dim", markup=False)
 
-    def interview(self, state: _State) -> None:
+    def interview(self, state: Interview) -> None:
         while True:
-            answered = [step.asked.key for step in state.history]
-            asked = engine.next_question(
-                self.kb, state.facts, answered, state.modules, len(state.history)
-            )
+            asked = state.next_question()
             if asked is None:
                 return
-            value = self.ask_question(asked, len(state.history) + 1, bool(state.history))
+            value = self.ask_question(asked, state.number, state.can_go_back)
             if value == _BACK:
-                last = state.history.pop()
-                state.facts = last.facts_before
-                continue
-            updated = engine.apply_answer(state.facts, asked, value)
-            if updated is None:  # cannot happen: the choices are the rules' options
-                updated = dict(state.facts)
-            state.history.append(_Step(asked, value, dict(state.facts)))
-            state.facts = updated
+                state.back()
+            else:
+                state.answer(asked, value)
 
     def report(self, diagnosis) -> None:
         from .render import build_report, print_rich
@@ -181,7 +143,7 @@ class _Session:
         self.console.print()
         print_rich(self.kb, build_report(self.kb, diagnosis, self.lang), self.console)
 
-    def save(self, state: _State, diagnosis, save_path: str | None) -> None:
+    def save(self, state: Interview, diagnosis, save_path: str | None) -> None:
         if save_path is None:
             self.console.print()
             if not self.ask_confirm(self.t("session_save_confirm"), default=True):
@@ -233,41 +195,27 @@ class _Session:
                     markup=False,
                 )
 
-    def print_reproduce(self, state: _State, answers_path: str | None, paste_path: str | None):
-        answers = _answers_for_file(self.kb, state)
-        parts = ["ddp-doctor", "--lang", self.lang]
-        if answers_path:
-            parts += ["--answers", shlex.quote(answers_path)]
-        else:
-            inline = "{" + ", ".join(f"{k}: {v}" for k, v in answers.items()) + "}"
-            parts += ["--answers", f"<(echo {shlex.quote(inline)})"]
-        if paste_path:
-            parts += ["--paste", shlex.quote(paste_path)]
-        elif state.paste or state.paste_path:
-            parts += ["--paste", "error.txt"]
+    def print_reproduce(self, state: Interview, answers_path: str | None, paste_path: str | None):
+        answers = answers_for_file(self.kb, state.text_facts, state.answers)
+        had_paste = bool(state.paste or state.paste_path)
+        command = reproduce_command(self.lang, answers, answers_path, paste_path, had_paste)
         self.console.print(self.t("session_reproduce"), style="dim")
-        self.console.print("  " + " ".join(parts), style="bold", markup=False, soft_wrap=True)
+        self.console.print("  " + command, style="bold", markup=False, soft_wrap=True)
 
-    def write_files(self, state: _State, diagnosis, save_path: str):
+    def write_files(self, state: Interview, diagnosis, save_path: str):
         """Write the report, the answers and the paste; None (after a message) on failure."""
-        import yaml
-
         from .render import build_report, to_markdown
 
         report = Path(save_path)
         stem = report.with_suffix("") if report.suffix else report
         answers_path = f"{stem}.answers.yaml"
         paste_path = state.paste_path
+        answers = answers_for_file(self.kb, state.text_facts, state.answers)
         try:
             report.write_text(
                 to_markdown(self.kb, build_report(self.kb, diagnosis, self.lang)), encoding="utf-8"
             )
-            Path(answers_path).write_text(
-                yaml.safe_dump(
-                    _answers_for_file(self.kb, state), allow_unicode=True, sort_keys=False
-                ),
-                encoding="utf-8",
-            )
+            Path(answers_path).write_text(dump_answers(answers), encoding="utf-8")
             if state.paste and not paste_path:
                 paste_path = f"{stem}.error.txt"
                 Path(paste_path).write_text(state.paste, encoding="utf-8")
@@ -385,33 +333,3 @@ def _fill(template: str, fields: Mapping[str, str]) -> str:
 
 def _join(values) -> str:
     return ", ".join(str(v) for v in values)
-
-
-def _explain_facts(kb, facts: Mapping[str, Any]):
-    """(question, option) pairs that say in the rules' words what a description set."""
-    out = []
-    remaining = dict(facts)
-    # a question that settles one fact says it best; overview questions come last
-    ordered = sorted(kb.questions, key=lambda q: q.fact is None)
-    for question in ordered:
-        for option in question.options:
-            if option.sets and all(remaining.get(k, object()) == v for k, v in option.sets.items()):
-                out.append((question, option))
-                for key in option.sets:
-                    remaining.pop(key, None)
-                break
-    return out
-
-
-def _answers_for_file(kb, state: _State) -> dict[str, str]:
-    """The answers that reproduce this session with `--answers`.
-
-    Facts the description set are written as the answers that set them, so the file
-    reproduces the diagnosis without the sentence; answers given in the interview win.
-    """
-    answers: dict[str, str] = {}
-    for question, option in _explain_facts(kb, state.text_facts):
-        if question.for_each is None:
-            answers[question.id] = option.value
-    answers.update(state.answers)
-    return answers
