@@ -33,6 +33,17 @@ def _output(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="auto", help="output format")
 
 
+def _positive_int(text: str) -> int:
+    """argparse type: a whole number above 0 (`--max-bytes 0` would read nothing at all)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ddp-doctor",
@@ -55,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     triage.add_argument("files", nargs="*", metavar="FILE", help="files, or - for stdin")
     triage.add_argument(
         "--max-bytes",
-        type=int,
+        type=_positive_int,
         default=DEFAULT_MAX_BYTES,
         metavar="N",
         help="stop reading each input after N bytes (default 4 GiB)",
@@ -259,6 +270,39 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; closed, full or abandoned standard streams never give a traceback."""
+    from .streams import guarded
+
+    with guarded() as guard:
+        try:
+            code = _main(argv)
+        except SystemExit as exc:  # argparse: --help, --version, usage errors
+            code = exc.code if isinstance(exc.code, int) else int(ExitCode.USAGE)
+        return guard.finish(code, lambda reason: _say_output_failed(argv, reason))
+
+
+def _say_output_failed(argv: Sequence[str] | None, reason: str) -> None:
+    from .i18n import resolve_lang, tr
+    from .kb import load
+
+    lang = resolve_lang(_requested_lang(sys.argv[1:] if argv is None else argv))
+    try:
+        text = tr(load(), "err_cannot_write_output", lang, reason=reason)
+    except Exception:  # broken rules: the English text still says what happened
+        text = f"cannot write the output: {reason}"
+    sys.stderr.write(f"ddp-doctor: {text}\n")
+
+
+def _requested_lang(argv: Sequence[str]) -> str | None:
+    for index, arg in enumerate(argv):
+        if arg.startswith("--lang="):
+            return arg.partition("=")[2]
+        if arg == "--lang" and index + 1 < len(argv):
+            return argv[index + 1]
+    return None
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # before importing the rest: `--help` needs none of it
     from .kb import RulesError, load
@@ -282,11 +326,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("\n")
         return int(ExitCode.INTERRUPTED)
-    except BrokenPipeError:
-        # `ddp-doctor triage log | head`: the reader left; say nothing more, and keep
-        # Python's own flush at exit from failing on the closed pipe
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return int(ExitCode.OK)
 
 
 def _print_user_error(kb, err: UserError, lang: str) -> None:

@@ -15,7 +15,7 @@ class ExitCode(enum.IntEnum):
     NO_ERROR_FOUND = 1  # the text holds no DDP error ddp-doctor knows
     PROBLEMS_FOUND = 1  # probe: parameters DDP would complain about (an alias of 1)
     USAGE = 2  # bad option or argument, unknown `--answers` id
-    INPUT = 3  # missing, unreadable, empty or binary input
+    INPUT = 3  # missing, unreadable, empty or binary input; output that cannot be written
     CANNOT_PROBE = 3  # probe: import or factory fails, torch missing, the step fails (alias)
     RULES = 4  # a rules file is broken
     NEEDS_TTY = 5  # the interview needs a terminal

@@ -275,7 +275,7 @@ def _record_accumulator_hooks(model, step, steps: int, params: list) -> list[lis
                     output = step(model)
             except ProbeError:
                 raise
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:  # sys.exit() in a step is a failure too
                 raise ProbeError(
                     "probe_error_step_failed", step=step_number, error=_one_line(exc)
                 ) from exc
@@ -289,7 +289,7 @@ def _record_accumulator_hooks(model, step, steps: int, params: list) -> list[lis
                 try:
                     # retain_graph: several losses of one step usually share part of a graph
                     torch.autograd.backward(loss, grad_tensors=seed, retain_graph=True)
-                except Exception as exc:
+                except (Exception, SystemExit) as exc:
                     raise ProbeError(
                         "probe_error_backward_failed",
                         loss=label,
@@ -464,7 +464,8 @@ def _confirm_with_ddp(model, step, steps: int) -> DdpVerdict:
                     torch.autograd.backward(loss, grad_tensors=seed, retain_graph=True)
             except RuntimeError as exc:  # DDP's reducer errors are RuntimeErrors
                 return DdpVerdict(ran=True, error=str(exc).strip())
-            except Exception as exc:  # e.g. the step reads `model.encoder`, which DDP hides
+            except (Exception, SystemExit) as exc:  # e.g. the step reads `model.encoder`
+                # (DDP hides it), or exits
                 return DdpVerdict(ran=False, error=_one_line(exc))
         return DdpVerdict(ran=True, error=None)
     finally:
