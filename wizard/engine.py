@@ -10,7 +10,6 @@ entropy) about the cause.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -333,24 +332,13 @@ def next_question(
 
 
 def facts_from_text(kb: KnowledgeBase, description: str) -> dict[str, Any]:
-    """Facts implied by a free-text description ("我在一个循环里调用了两次 backward")."""
-    lowered = _fold(description)
-    facts: dict[str, Any] = {}
-    for keyword in kb.keywords:
-        hit = any(_fold(s) in lowered for s in keyword.substrings) or any(
-            r.search(description) for r in keyword.regexes
-        )
-        if hit:
-            facts.update(keyword.sets)
-    return facts
+    """Facts implied by a free-text description ("我在一个循环里调用了两次 backward").
 
+    The reading itself (lexicon, proximity, negation, confidence) is wizard/understand.py.
+    """
+    from .understand import facts_from_text as read
 
-_SPACES = re.compile(r"\s+")
-
-
-def _fold(text: str) -> str:
-    """Case- and space-insensitive matching: users type `两次backward` and `两次 backward`."""
-    return _SPACES.sub("", text.lower())
+    return read(kb, description)
 
 
 # ---------------------------------------------------------------------------- diagnosis

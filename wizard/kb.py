@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 LANGS = ("en", "zh")
-RULE_FILES = ("signatures.yaml", "causes.yaml", "fixes.yaml", "questions.yaml")
+RULE_FILES = ("signatures.yaml", "causes.yaml", "fixes.yaml", "questions.yaml", "lexicon.yaml")
+LEXICON_SECTIONS = ("cues", "terms", "readings", "topics", "aspects")  # lexicon.yaml
 MESSAGES_DIR = "messages"
 RULES_ENV = "DDP_DOCTOR_RULES"
 
@@ -195,6 +196,9 @@ class KnowledgeBase:
     library_paths: re.Pattern = re.compile(r"(?!)")
     engine: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[Note, ...] = ()
+    # lexicon.yaml as read (plain data); wizard/understand.py compiles it on first use, so
+    # commands that never read a sentence pay nothing for it
+    lexicon: Mapping[str, Any] = field(default_factory=dict)
 
     def family(self, family_id: str) -> Family | None:
         return next((f for f in self.families if f.id == family_id), None)
@@ -540,6 +544,7 @@ def _build(raw: dict[str, Any]) -> KnowledgeBase:
         notes=tuple(_note(n) for n in raw.get("notes", [])),
         library_paths=re.compile(raw.get("library_paths") or r"(?!)"),
         engine=_frozen(raw.get("engine")),
+        lexicon=_frozen({k: raw[k] for k in LEXICON_SECTIONS if k in raw}),
     )
 
 

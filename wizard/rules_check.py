@@ -141,7 +141,7 @@ def check_rules(kind: str, data: Any) -> Problem | None:
     return path, _rule_id(data, path) + message
 
 
-_KINDS = ("signatures", "causes", "fixes", "questions", "messages")
+_KINDS = ("signatures", "causes", "fixes", "questions", "lexicon", "messages")
 
 
 def _check_ids_unique(data: Any) -> Problem | None:

@@ -1,0 +1,183 @@
+"""Free text -> facts (wizard/understand.py over rules/lexicon.yaml).
+
+Every reading in the lexicon carries its own example sentences; one generic test runs them
+all. The rest checks what the reader promises: negation, several facts in one sentence,
+code in prose, mixed languages, text that mentions nothing relevant, questions.
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from ddp_doctor.kb import load
+from ddp_doctor.understand import USE_THRESHOLD, phrase_regex, text_lang, understand
+from helpers import ROOT
+
+KB = load()
+LEXICON = yaml.safe_load((ROOT / "rules" / "lexicon.yaml").read_text(encoding="utf-8"))
+
+
+def _examples(kind: str):
+    for reading in LEXICON["readings"]:
+        for sentence in reading["examples"].get(kind) or []:
+            yield pytest.param(reading, sentence, id=f"{reading['id']}:{sentence[:40]}")
+
+
+def _holds(facts, expected) -> bool:
+    return all(facts.get(key) == value for key, value in expected.items())
+
+
+@pytest.mark.parametrize(("reading", "sentence"), list(_examples("positive")))
+def test_positive_example_yields_the_reading(reading, sentence):
+    found = understand(KB, sentence)
+    assert _holds(found.facts, reading["sets"]), (sentence, dict(found.facts))
+
+
+@pytest.mark.parametrize(("reading", "sentence"), list(_examples("negated")))
+def test_negated_example_yields_the_negated_facts(reading, sentence):
+    found = understand(KB, sentence)
+    assert _holds(found.facts, reading["negated"]), (sentence, dict(found.facts))
+
+
+@pytest.mark.parametrize(("reading", "sentence"), list(_examples("negative")))
+def test_negative_example_does_not_yield_the_reading(reading, sentence):
+    found = understand(KB, sentence)
+    assert not any(r.id == reading["id"] and not r.negated for r in found.readings), (
+        sentence,
+        [(r.id, r.quote) for r in found.readings],
+    )
+
+
+def test_every_reading_has_examples_of_what_it_promises():
+    for reading in LEXICON["readings"]:
+        assert reading["examples"]["positive"] and reading["examples"]["negative"]
+        if reading.get("negated"):
+            assert reading["examples"].get("negated") is not None, reading["id"]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        ("I don't call backward twice", {"backward_calls": "one"}),
+        ("没有冻结任何层", {"requires_grad_changed": False}),
+        ("not using checkpointing", {"gradient_checkpointing": "none"}),
+        ("it is not a multi-task model", {"multitask": False}),
+        ("我们没有用梯度检查点", {"gradient_checkpointing": "none"}),
+        # a negation in another clause does not reach the reading
+        (
+            "it doesn't converge, and I freeze the backbone after 2 epochs",
+            {"requires_grad_changed": True},
+        ),
+        ("不知道为什么，我冻结了 backbone", {"requires_grad_changed": True}),
+    ],
+)
+def test_negation(sentence, expected):
+    assert _holds(understand(KB, sentence).facts, expected), dict(understand(KB, sentence).facts)
+
+
+def test_several_facts_in_one_sentence_with_code_and_where_each_was_read():
+    text = (
+        "With Lightning I call loss1.backward(retain_graph=True) and then loss2.backward(), "
+        "and I unfreeze the encoder after 3 epochs"
+    )
+    found = understand(KB, text)
+    assert _holds(
+        found.facts,
+        {
+            "framework": "lightning",
+            "backward_calls": "many",
+            "backward_layout": "shared",
+            "requires_grad_changed": True,
+        },
+    )
+    for reading in found.used:
+        assert text[reading.span[0] : reading.span[1]] == reading.quote
+        assert 0 < reading.confidence <= 1
+
+
+def test_mixed_language_sentence():
+    found = understand(KB, "我用的是 Lightning，forward 返回了 aux_logits 但 loss 没用到")
+    assert _holds(found.facts, {"framework": "lightning", "forward_unused_outputs": True})
+    assert found.lang == "zh"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the weather is nice today",
+        "今天天气不错",
+        "",
+        "   ",
+        "!!!???",
+        "x" * 50_000,
+        "backward " * 3000,
+    ],
+)
+def test_text_that_mentions_nothing_relevant_yields_no_facts(text):
+    found = understand(KB, text)
+    if "backward" in text:  # a word, repeated, is not a claim about how often it is called
+        assert found.facts.get("backward_calls") in (None, "many")
+        return
+    assert not found.facts and not found.used
+
+
+def test_a_hedge_lowers_the_confidence_below_use():
+    sure = understand(KB, "I freeze the backbone")
+    unsure = understand(KB, "maybe I freeze the backbone, not sure")
+    assert sure.facts.get("requires_grad_changed") is True
+    assert "requires_grad_changed" not in unsure.facts
+    assert unsure.guesses and unsure.guesses[0].confidence < USE_THRESHOLD
+
+
+@pytest.mark.parametrize(
+    ("text", "fixes", "aspect"),
+    [
+        (
+            "static_graph 和 find_unused_parameters 有什么区别？",
+            ("static_graph", "find_unused_parameters"),
+            "difference",
+        ),
+        ("what does find_unused_parameters cost?", ("find_unused_parameters",), "cost"),
+        ("Lightning 里怎么设置 find_unused_parameters", ("find_unused_parameters",), "framework"),
+        ("is the zero-loss trick safe?", ("zero_weight_aux_loss",), "safe"),
+        (
+            "why does it still fail with find_unused_parameters=True?",
+            ("find_unused_parameters",),
+            "still_fails",
+        ),
+    ],
+)
+def test_questions_about_the_knowledge_base(text, fixes, aspect):
+    found = understand(KB, text)
+    assert found.is_question and found.intent is not None
+    assert found.intent.fixes == fixes
+    assert found.intent.aspect == aspect
+
+
+def test_asking_how_to_set_the_flag_does_not_mean_it_is_on():
+    assert "find_unused_enabled" not in understand(KB, "how do I set find_unused_parameters?").facts
+    assert understand(KB, "why does it still fail with find_unused_parameters=True?").facts[
+        "find_unused_enabled"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "lang"),
+    [
+        ("我调用了两次 backward", "zh"),
+        ("two backward calls", "en"),
+        ("loss 没用到", "zh"),
+        ("中", "en"),
+    ],
+)
+def test_text_language(text, lang):
+    assert text_lang(text) == lang
+
+
+def test_phrases_match_whole_latin_words_and_ignore_spaces():
+    import re
+
+    two = re.compile(phrase_regex("two"), re.IGNORECASE)
+    assert two.search("two losses") and not two.search("network")
+    spaced = re.compile(phrase_regex("两次 backward"), re.IGNORECASE)
+    assert spaced.search("两次backward") and spaced.search("两次 backward")
