@@ -1,6 +1,6 @@
 """Free-text understanding measured on real sentences: top-1 / top-2 cause, answered questions.
 
-    python bench/text_accuracy.py            # prints the markdown table (bench/TEXT.md holds a copy)
+    python bench/text_accuracy.py       # prints the markdown table (copied to bench/TEXT.md)
 
 Sentences and questions are tests/fixtures/sentences/*.yaml (real user prose, with the source
 thread). A sentence counts when the cause its thread settled is the engine's first (top-1) or
@@ -39,7 +39,7 @@ def rank(kb, text: str | None) -> list[str]:
 
 
 def measure(kb, sentences, questions) -> dict:
-    """Counts per (language, split): n, top1, top2, baseline top2; and per language for questions."""
+    """Counts per (language, split): n, top1, top2, baseline top2; per language for questions."""
     from ddp_doctor.understand import understand
 
     counts: dict = defaultdict(lambda: defaultdict(int))

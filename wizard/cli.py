@@ -159,21 +159,94 @@ def cmd_triage(kb, args, lang: str) -> int:
 
 
 def cmd_ask(kb, args, lang: str) -> int:
-    from .engine import diagnose, facts_from_text
-    from .interview import DEFAULT_FAMILY
+    """A sentence: a question about a fix gets the answer, a description gets the diagnosis.
+
+    The language follows `ask.choose_lang` (a Chinese sentence is answered in Chinese unless
+    `--lang` says otherwise); `--json` always prints one JSON document, also when nothing was
+    understood (`status: not_understood`, exit code 1).
+    """
+    import json
+
+    from . import ask
+    from .engine import diagnose, next_question
+    from .understand import understand
+
+    lang = ask.choose_lang(getattr(args, "lang", None), args.text)
+    fmt = _format(args, sys.stdout)
+    result = read_sources(kb, [args.paste], lang, DEFAULT_MAX_BYTES) if args.paste else None
+    understood = understand(kb, args.text)
+    found_error = bool(result and result.findings)
+    answer = None if found_error else ask.build_answer(kb, understood, lang)
+    if answer is not None:
+        if fmt == "json":
+            data = ask.answer_json(answer, lang, understood)
+            sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        else:
+            _print_text(ask.answer_markdown(kb, answer, lang), fmt)
+        return ExitCode.OK
+    facts = dict(understood.facts)
+    if not facts and not found_error:
+        if fmt == "json":
+            data = ask.not_understood_json(kb, lang, understood)
+            sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        else:
+            from .i18n import tr
+
+            sys.stdout.write(tr(kb, "ask_nothing_understood", lang) + "\n")
+        return ExitCode.NO_ERROR_FOUND
+    facts.setdefault("family", ask.DEFAULT_FAMILY)
+    diagnosis = diagnose(kb, result, facts)
+    modules = result.unused_modules if result else ()
+    upcoming = next_question(kb, diagnosis.facts, [], modules, 0)
+    if fmt == "json":
+        from .render import build_report, to_json_data
+
+        data = to_json_data(build_report(kb, diagnosis, lang))
+        data.update(kind="diagnosis", status="diagnosed")
+        data["understood"] = ask.understood_json(understood)
+        data["next_question"] = _question_json(upcoming, lang)
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        return ExitCode.OK
+    _print_text(_understood_block(kb, understood, upcoming, lang), fmt)
     from .render import emit
 
-    result = read_sources(kb, [args.paste], lang, DEFAULT_MAX_BYTES) if args.paste else None
-    facts = facts_from_text(kb, args.text)
-    if not facts and not (result and result.findings):
-        from .i18n import tr
-
-        sys.stdout.write(tr(kb, "ask_nothing_understood", lang) + "\n")
-        return ExitCode.NO_ERROR_FOUND
-    facts.setdefault("family", DEFAULT_FAMILY)
-    diagnosis = diagnose(kb, result, facts)
-    emit(kb, diagnosis, lang, _format(args, sys.stdout))
+    emit(kb, diagnosis, lang, fmt)
     return ExitCode.OK
+
+
+def _understood_block(kb, understood, upcoming, lang: str) -> str:
+    """ "I read: ..." and the one question that matters next, so a wrong reading is visible."""
+    from . import ask
+    from .i18n import tr
+
+    lines = ask.understood_lines(kb, understood, lang)
+    out = [tr(kb, "ask_understood", lang), *lines] if lines else []
+    if upcoming is not None:
+        text = upcoming.question.text.get(lang).replace("{module}", "…")
+        out += ["", tr(kb, "ask_next_question", lang, question=text), tr(kb, "ask_next_how", lang)]
+    return "\n".join(out) + ("\n\n" if out else "")
+
+
+def _question_json(upcoming, lang: str):
+    if upcoming is None:
+        return None
+    return {
+        "id": upcoming.key,
+        "text": upcoming.question.text.get(lang),
+        "options": [{"value": o.value, "label": o.label.get(lang)} for o in upcoming.options],
+    }
+
+
+def _print_text(text: str, fmt: str) -> None:
+    """Markdown as is, or through rich's Markdown renderer in a terminal."""
+    if fmt == "rich":
+        from rich.console import Console
+        from rich.markdown import Markdown
+
+        Console(highlight=False).print(Markdown(text))
+    else:
+        sys.stdout.write(text)
+    sys.stdout.flush()
 
 
 def cmd_questions(kb, args, lang: str) -> int:

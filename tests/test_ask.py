@@ -1,0 +1,87 @@
+"""`ddp-doctor ask` as a user runs it: answers, diagnoses, JSON that always parses, the language."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers import cli, has_chinese
+
+C_LOCALE = {"LANG": "C", "LC_ALL": "", "LANGUAGE": ""}
+
+
+def ask(*args: str, env: dict | None = None):
+    return cli("ask", *args, env={**C_LOCALE, **(env or {})})
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "code"),
+    [
+        ("static_graph 和 find_unused_parameters 有什么区别？", "answer", 0),
+        ("what does find_unused_parameters cost?", "answer", 0),
+        ("Lightning 里怎么设置 find_unused_parameters", "answer", 0),
+        ("is the zero-loss trick safe?", "answer", 0),
+        ("why does it still fail with find_unused_parameters=True?", "answer", 0),
+        ("I call loss1.backward(retain_graph=True) and then loss2.backward()", "diagnosis", 0),
+        ("在 __init__ 里定义了一个模块，但是 forward 里没有用到它", "diagnosis", 0),
+        ("the weather is nice today", "not_understood", 1),
+        ("", "not_understood", 1),
+        ("我没有冻结任何层，也没有用梯度检查点", "diagnosis", 0),
+    ],
+)
+def test_json_always_parses_with_the_documented_exit_code(text, kind, code):
+    done = ask(text, "--json")
+    data = json.loads(done.out)  # exactly one JSON document, whatever was asked
+    assert data["kind"] == kind
+    assert done.returncode == code, done.err
+    assert data["schema_version"] >= 1
+    if kind == "not_understood":
+        assert data["status"] == "not_understood" and data["hint"]
+
+
+def test_an_answer_names_the_entries_it_came_from():
+    data = json.loads(ask("static_graph 和 find_unused_parameters 有什么区别？", "--json").out)
+    assert data["fixes"] == ["static_graph", "find_unused_parameters"]
+    sources = [part["source"] for part in data["parts"]]
+    assert any(s.startswith("fixes.yaml › static_graph") for s in sources)
+    assert any(s.startswith("fixes.yaml › find_unused_parameters") for s in sources)
+    assert all(has_chinese(part["text"]) for part in data["parts"] if part["text"])
+
+
+def test_the_framework_spelling_is_answered_with_the_frameworks_snippet():
+    data = json.loads(ask("how do I set find_unused_parameters in Lightning?", "--json").out)
+    code = "\n".join(part["code"] or "" for part in data["parts"])
+    assert "ddp_find_unused_parameters_true" in code
+    assert data["lang"] == "en"
+
+
+def test_still_failing_lists_the_causes_the_engine_ranks_first():
+    data = json.loads(ask("why does it still fail with find_unused_parameters=True?", "--json").out)
+    assert data["aspect"] == "still_fails"
+    assert data["causes"] and data["causes"][0]["id"] == "unused_forward_output"
+
+
+def test_a_description_shows_what_was_read_and_the_next_question():
+    done = ask("两次loss.backward()", "--format", "markdown")
+    assert done.returncode == 0
+    assert done.out.startswith("我读到的：")  # a Chinese sentence on a C locale: Chinese
+    assert "“两次loss.backward”" in done.out
+    assert "接下来最关键的问题：" in done.out  # whether those backward calls share one forward
+
+
+def test_lang_flag_beats_the_language_of_the_text():
+    done = ask("两次loss.backward()", "--format", "markdown", "--lang", "en")
+    assert done.out.startswith("I read:")
+    assert not has_chinese(done.out.split("\n", 1)[0])
+
+
+def test_an_english_sentence_follows_the_locale():
+    done = cli("ask", "I call backward twice", "--format", "markdown", env={"LANG": "zh_CN.UTF-8"})
+    assert done.out.startswith("我读到的：")
+
+
+def test_a_wrong_reading_is_visible_with_its_words():
+    data = json.loads(ask("I don't call backward twice", "--json").out)
+    reading = next(u for u in data["understood"] if u["reading"] == "backward_many")
+    assert reading["negated"] and reading["facts"] == {"backward_calls": "one"}
+    assert reading["quote"] == "backward twice"

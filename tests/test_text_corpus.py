@@ -1,0 +1,49 @@
+"""The real-sentence corpus is well-formed, and free-text understanding does not fall below
+what bench/text_accuracy.py measured (the figures are in README and bench/TEXT.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+from ddp_doctor.kb import load
+from helpers import ROOT
+
+KB = load()
+_spec = importlib.util.spec_from_file_location("text_accuracy", ROOT / "bench" / "text_accuracy.py")
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+SENTENCES, QUESTIONS = bench.load_corpus()
+
+
+def test_every_item_names_its_source_and_a_known_cause():
+    causes = {c.id for c in KB.causes}
+    for item in SENTENCES:
+        assert item["source"].startswith("https://"), item
+        assert item["cause"] in causes, item
+        assert item["split"] in ("dev", "held_out") and item["lang"] in ("en", "zh")
+    for item in QUESTIONS:
+        assert item["source"].startswith("https://") and item["fix"] in KB.fixes, item
+
+
+def test_sentences_are_not_copied_into_the_lexicon():
+    """Held-out sentences must stay unseen: none of them appears in rules/lexicon.yaml."""
+    lexicon = (ROOT / "rules" / "lexicon.yaml").read_text(encoding="utf-8").lower()
+    for item in SENTENCES + QUESTIONS:
+        assert item["text"].lower() not in lexicon, item["text"]
+
+
+@pytest.fixture(scope="module")
+def measured():
+    return bench.measure(KB, SENTENCES, QUESTIONS)
+
+
+@pytest.mark.parametrize(("lang", "floor"), [("en", 0.85), ("zh", 0.8)])
+def test_top_two_does_not_fall(measured, lang, floor):
+    row = measured["sentences"][(lang, "all")]
+    assert row["top2"] / row["n"] >= floor
+
+
+def test_questions_are_answered_from_the_right_entry(measured):
+    row = measured["questions"]["all"]
+    assert row["answered"] / row["n"] >= 0.85

@@ -1,0 +1,277 @@
+"""`ddp-doctor ask` and the session's follow-ups: a sentence -> an answer or a diagnosis.
+
+Pure where it decides (which language, what to answer, from which entries); the printing
+helpers at the end take a stream. Answers are assembled only from the knowledge base: a fix's
+`why`, `cost`, `warning`, its snippets per framework, measured `outcomes` when the rules have
+them, and the engine's own ranking for "why does it still fail with ...?". Each part names the
+entry it came from, so a reader can check it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .kb import KnowledgeBase, Text
+from .understand import Understanding, text_lang
+
+DEFAULT_FAMILY = "unfinished_reduction"  # the error this tool is about
+
+
+# ---------------------------------------------------------------------------- language
+
+
+def choose_lang(requested: str | None, text: str, environ: Mapping[str, str] | None = None) -> str:
+    """`--lang` (or DDP_DOCTOR_LANG) wins; else a sentence with Chinese in it is answered in
+    Chinese; else the locale decides (README: "Language")."""
+    import os
+
+    from .i18n import LANG_ENV, SUPPORTED, detect_lang
+
+    env = os.environ if environ is None else environ
+    if requested in SUPPORTED:
+        return requested
+    explicit = env.get(LANG_ENV, "").strip().lower()
+    if explicit in SUPPORTED:
+        return explicit
+    if text_lang(text) == "zh":
+        return "zh"
+    return detect_lang(env)
+
+
+# ---------------------------------------------------------------------------- answers
+
+
+@dataclass(frozen=True)
+class Part:
+    """One piece of an answer and the knowledge-base entry it came from."""
+
+    heading: str
+    text: str
+    source: str  # e.g. "fixes.yaml › find_unused_parameters › cost"
+    code: str | None = None
+    language: str | None = None
+
+
+@dataclass(frozen=True)
+class Answer:
+    question: str
+    fixes: tuple[str, ...]
+    aspect: str | None
+    parts: tuple[Part, ...]
+    framework: str | None = None
+    causes: tuple[Any, ...] = field(default_factory=tuple)  # RankedCause, for "still fails"
+
+
+def build_answer(
+    kb: KnowledgeBase,
+    understood: Understanding,
+    lang: str,
+    facts: Mapping[str, Any] | None = None,
+) -> Answer | None:
+    """The answer to a question about a fix, or None when the text asks about none."""
+    intent = understood.intent
+    if intent is None or not intent.fixes:
+        return None
+    facts = {**(facts or {}), **understood.facts}
+    framework = facts.get("framework")
+    aspect = intent.aspect
+    parts: list[Part] = []
+    causes: tuple[Any, ...] = ()
+    for fix_id in intent.fixes:
+        fix = kb.fixes[fix_id]
+        title = fix.title.get(lang)
+        if aspect == "cost":
+            parts += _texts(kb, fix, lang, title, ("cost", "why"))
+        elif aspect == "safe":
+            parts += _texts(kb, fix, lang, title, ("warning", "cost"))
+            parts += _outcomes(kb, fix, lang)
+        elif aspect == "framework":
+            parts += _snippet(kb, fix, lang, framework)
+        elif aspect == "still_fails":
+            parts += _texts(kb, fix, lang, title, ("warning", "why"))
+        else:  # why, difference, or nothing more specific: what it does and what it costs
+            parts += _texts(kb, fix, lang, title, ("why", "cost"))
+    if aspect == "still_fails":
+        from .engine import rank_causes
+
+        ranked = rank_causes(kb, {"family": DEFAULT_FAMILY, **facts, **intent.on_facts})
+        causes = ranked[:3]
+    return Answer(understood.text, intent.fixes, aspect, tuple(parts), framework, causes)
+
+
+_FIELD_HEADINGS = {
+    "why": "answer_why",
+    "cost": "answer_cost",
+    "warning": "answer_warning",
+}
+
+
+def _texts(kb, fix, lang: str, title: str, fields: tuple[str, ...]) -> list[Part]:
+    from .i18n import tr
+
+    parts = []
+    for name in fields:
+        text: Text | None = getattr(fix, name, None)
+        if text is None:
+            continue
+        heading = tr(kb, _FIELD_HEADINGS[name], lang, title=title)
+        parts.append(Part(heading, text.get(lang), f"fixes.yaml › {fix.id} › {name}"))
+    return parts
+
+
+def _outcomes(kb, fix, lang: str) -> list[Part]:
+    """Measured outcomes of the fix per cause, when the rules carry them (fixes.yaml `outcomes`)."""
+    from .i18n import tr
+
+    lines = []
+    for outcome in getattr(fix, "outcomes", ()) or ():
+        cause = kb.cause(getattr(outcome, "cause", ""))
+        result = getattr(outcome, "result", "")
+        if cause is None or not result:
+            continue
+        note = getattr(outcome, "note", None)
+        line = tr(kb, f"answer_outcome_{result}", lang, cause=cause.title.get(lang))
+        if isinstance(note, Text):
+            line += " " + note.get(lang)
+        lines.append("- " + line)
+    if not lines:
+        return []
+    heading = tr(kb, "answer_measured", lang, title=fix.title.get(lang))
+    return [Part(heading, "\n".join(lines), f"fixes.yaml › {fix.id} › outcomes")]
+
+
+def _snippet(kb, fix, lang: str, framework: str | None) -> list[Part]:
+    from .i18n import tr
+
+    chosen = framework if framework in fix.snippets else "pytorch"
+    snippet = fix.snippets.get(chosen)
+    if snippet is None:
+        return []
+    label = _framework_label(kb, chosen, lang)
+    others = [_framework_label(kb, name, lang) for name in fix.snippets if name != chosen]
+    joined = ("、" if lang == "zh" else ", ").join(others)
+    text = tr(kb, "answer_frameworks_available", lang, frameworks=joined) if others else ""
+    heading = tr(kb, "answer_snippet", lang, title=fix.title.get(lang), framework=label)
+    return [
+        Part(
+            heading,
+            text,
+            f"fixes.yaml › {fix.id} › snippets › {chosen}",
+            code=snippet.code.get(lang).rstrip("\n"),
+            language=snippet.language,
+        )
+    ]
+
+
+def _framework_label(kb, framework: str, lang: str) -> str:
+    question = kb.question("framework")
+    if question is not None:
+        for option in question.options:
+            if option.value == framework:
+                return option.label.get(lang)
+    return framework
+
+
+# ---------------------------------------------------------------------------- what was read
+
+
+def understood_lines(kb, understood: Understanding, lang: str) -> list[str]:
+    """ "I read: ..." lines: each fact with the words it came from; guesses marked as unused."""
+    from .i18n import tr
+
+    lines = []
+    for reading in understood.used:
+        lines.append(
+            tr(kb, "ask_understood_item", lang, says=reading.says.get(lang), quote=reading.quote)
+        )
+    for reading in understood.guesses:
+        lines.append(
+            tr(kb, "ask_guess_item", lang, says=reading.says.get(lang), quote=reading.quote)
+        )
+    return lines
+
+
+def understood_json(understood: Understanding) -> list[dict[str, Any]]:
+    used = {id(r) for r in understood.used}
+    return [
+        {
+            "reading": r.id,
+            "facts": dict(r.facts),
+            "confidence": r.confidence,
+            "span": list(r.span),
+            "quote": r.quote,
+            "negated": r.negated,
+            "used": id(r) in used,
+            "says": {"en": r.says.en, "zh": r.says.zh},
+        }
+        for r in sorted(understood.readings, key=lambda r: r.span)
+    ]
+
+
+def answer_json(answer: Answer, lang: str, understood: Understanding) -> dict[str, Any]:
+    from .render import SCHEMA_VERSION
+
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "answer",
+        "status": "answered",
+        "lang": lang,
+        "question": answer.question,
+        "fixes": list(answer.fixes),
+        "aspect": answer.aspect,
+        "framework": answer.framework,
+        "parts": [
+            {
+                "heading": p.heading,
+                "text": p.text,
+                "source": p.source,
+                "code": p.code,
+                "language": p.language,
+            }
+            for p in answer.parts
+        ],
+        "causes": [
+            {"id": c.id, "score": round(c.probability, 4), "title": c.cause.title.get(lang)}
+            for c in answer.causes
+        ],
+        "understood": understood_json(understood),
+    }
+
+
+def not_understood_json(kb, lang: str, understood: Understanding) -> dict[str, Any]:
+    from .i18n import tr
+    from .render import SCHEMA_VERSION
+
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "not_understood",
+        "status": "not_understood",
+        "lang": lang,
+        "hint": tr(kb, "ask_nothing_understood", lang),
+        "understood": understood_json(understood),
+    }
+
+
+def answer_markdown(kb, answer: Answer, lang: str) -> str:
+    from .i18n import tr
+
+    out = [f"# {tr(kb, 'answer_heading', lang)}", ""]
+    for part in answer.parts:
+        out += [f"## {part.heading}", ""]
+        if part.text:
+            out += [part.text, ""]
+        if part.code:
+            out += [f"```{part.language or ''}", part.code, "```", ""]
+        out += [f"*{tr(kb, 'answer_source', lang, source=part.source)}*", ""]
+    if answer.causes:
+        out += [f"## {tr(kb, 'answer_still_fails', lang)}", ""]
+        for number, ranked in enumerate(answer.causes, 1):
+            reason = ranked.reasons[0].get(lang) if ranked.reasons else ""
+            share = (
+                f"（{ranked.probability:.0%}）" if lang == "zh" else f" ({ranked.probability:.0%}) "
+            )
+            out.append(f"{number}. **{ranked.cause.title.get(lang)}**{share}{reason}")
+        out += ["", f"*{tr(kb, 'answer_source', lang, source='causes.yaml')}*", ""]
+    return "\n".join(out)
