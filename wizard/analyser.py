@@ -16,6 +16,9 @@ from .kb import Extractor, Family, KnowledgeBase
 from .normalise import Line, clean_lines, collapse_space
 
 BLOCK_LINES = 40  # lines after an anchor that can still belong to the same message
+# lines after the anchor line searched for them (other ranks' lines in between are skipped);
+# the byte scanner keeps this many lines after every anchor so that no message is cut
+MESSAGE_LINES = BLOCK_LINES * 4
 TRACEBACK_LINES = 400  # lines before an anchor searched for the traceback
 LINES_ABOVE_TRACEBACK = 3  # lines above a traceback that may say which process raised it
 
@@ -163,7 +166,7 @@ class Analyser:
         rank = lines[index].rank
         opening = {a for a in family.anchors if a in lines[index].text}
         block = [index]
-        for j in range(index + 1, min(len(lines), index + 1 + BLOCK_LINES * 4)):
+        for j in range(index + 1, min(len(lines), index + 1 + MESSAGE_LINES)):
             line = lines[j]
             if line.rank != rank:
                 continue

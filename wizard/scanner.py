@@ -9,17 +9,23 @@ bounded by the block size plus the windows, whatever the log's size.
 
 from __future__ import annotations
 
+import os
 from typing import IO, Callable
 
-from .analyser import Analyser, Finding
+from .analyser import MESSAGE_LINES, Analyser, Finding
 from .kb import KnowledgeBase
 
 BLOCK_SIZE = 4 << 20  # bytes read at a time
 CONTEXT_BEFORE = 48 << 10  # bytes kept before an anchor: the traceback that led to it
-CONTEXT_AFTER = 24 << 10  # bytes kept after an anchor: the rest of the message
-MAX_REGION = 4 << 20  # a window that keeps growing (an error repeated every step) is cut here
+MAX_AFTER = 1 << 20  # a message longer than this after its anchor (one huge line) is cut
+MAX_REGION = 4 << 20  # a window owning anchors over more bytes (an error every line) is split
 HEAD_SIZE = 64 << 10  # the start of a log often says the torch version
 MAX_FINDINGS = 200  # distinct findings kept; repeats are counted instead
+# From this many bytes on, a compiled multi-pattern matcher (Hyperscan, when its wheel is
+# installed) replaces the one-pass-per-anchor search; below it, importing and compiling it
+# costs more than it saves.
+ACCELERATE_FROM = 8 << 20
+NO_ACCEL_ENV = "DDP_DOCTOR_NO_ACCEL"  # set: always use the pure-Python search
 
 _CONTROL_BYTES = bytes(b for b in range(256) if b < 32 and b not in (9, 10, 13, 27) or b == 127)
 
@@ -34,25 +40,154 @@ def _search_keys(kb: KnowledgeBase) -> tuple[bytes, ...]:
     return tuple(a for a in anchors if not any(b != a and b in a for b in anchors))
 
 
-class _Window:
-    """A byte range of the log around one or more anchors, collected as blocks arrive."""
+Finder = Callable[[bytes], "list[int]"]
 
-    def __init__(self, start: int, end: int, first_line: int, data: bytes):
-        self.start, self.end, self.first_line = start, end, first_line
-        self.data = bytearray(data)
+
+def _pure_finder(keys: tuple[bytes, ...]) -> Finder:
+    """Where any key starts in `data`: one `bytes.find` pass per key (C speed, no deps)."""
+
+    def starts(data: bytes) -> list[int]:
+        found: list[int] = []
+        for key in keys:
+            at = data.find(key)
+            while at != -1:
+                found.append(at)
+                at = data.find(key, at + 1)
+        return found
+
+    return starts
+
+
+_ACCELERATED: dict[tuple[bytes, ...], Finder | None] = {}
+
+
+def _accelerated_finder(keys: tuple[bytes, ...]) -> Finder | None:
+    """The same search in one pass with Hyperscan, or None where it is not installed.
+
+    Hyperscan reports every end offset of every key, overlapping ones included, which is
+    exactly what the pure finder's `find(key, at + 1)` loop yields (a property test checks
+    both agree). Compiled once per process and set of keys.
+    """
+    if keys in _ACCELERATED:
+        return _ACCELERATED[keys]
+    finder = None
+    if keys and not os.environ.get(NO_ACCEL_ENV):
+        finder = _compile_hyperscan(keys)
+    _ACCELERATED[keys] = finder
+    return finder
+
+
+def _compile_hyperscan(keys: tuple[bytes, ...]) -> Finder | None:
+    try:
+        import hyperscan
+    except ImportError:
+        return None
+    # every byte written as \xHH: a literal whatever the key holds
+    expressions = ["".join(f"\\x{b:02x}" for b in key).encode() for key in keys]
+    try:
+        database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        database.compile(
+            expressions=expressions, ids=list(range(len(keys))), elements=len(keys), flags=0
+        )
+    except Exception:  # an optional accelerator (a CPU without SSSE3...) never breaks a run
+        return None
+    lengths = [len(key) for key in keys]
+
+    def starts(data: bytes) -> list[int]:
+        found: list[int] = []
+        if data:
+
+            def on_match(key_id, _start, end, _flags, _context):
+                found.append(end - lengths[key_id])
+
+            database.scan(data, match_event_handler=on_match)
+        return found
+
+    return starts
+
+
+class _Window:
+    """A byte range of the log around one or more anchors, collected as blocks arrive.
+
+    The window *owns* the lines that start from `own_from` on (up to `own_to`, where the
+    next window takes over): only findings on those lines count. The bytes before are
+    context (the traceback), the bytes after its last anchor the rest of the last message.
+    A neighbouring window may read the same bytes but never counts them, so each message is
+    counted once, and a window ends only where its last message has ended.
+    """
+
+    def __init__(self, start: int, first_line: int, own_from: int, anchor: int):
+        self.start, self.first_line, self.own_from = start, first_line, own_from
+        self.own_to: int | None = None  # where a later window takes over; None: the end
+        self.data = bytearray()
+        self.own(anchor)
 
     @property
     def collected_to(self) -> int:
         return self.start + len(self.data)
+
+    def own(self, anchor: int) -> None:
+        """Take the anchor at byte `anchor` (later than the ones owned so far)."""
+        self.last_anchor = anchor
+        self.scan_at = anchor  # where counting line ends after the last anchor resumes
+        self.line_ends = 0
+
+    def wanted_to(self) -> int:
+        """Bytes past this offset are never needed (see `message_end`)."""
+        return self.last_anchor + MAX_AFTER
+
+    def message_end(self) -> int | None:
+        """Where the window may end, or None while the last message may go on.
+
+        The last owned message ends at most MESSAGE_LINES lines after its anchor line (the
+        analyser looks no further), so the window ends after that many line ends. A message
+        that goes on for MAX_AFTER bytes without them (one enormous line) is cut after the
+        last whole word, never inside a name.
+        """
+        data = self.data
+        while self.line_ends <= MESSAGE_LINES:
+            at = data.find(b"\n", self.scan_at - self.start)
+            if at == -1:
+                break
+            self.line_ends += 1
+            self.scan_at = self.start + at + 1
+        if self.line_ends > MESSAGE_LINES:
+            return self.scan_at
+        if self.collected_to >= self.wanted_to():
+            return self._word_end()
+        return None
+
+    def _word_end(self) -> int:
+        begin = self.last_anchor - self.start
+        limit = self.wanted_to() - self.start
+        cut = max(self.data.rfind(sep, begin, limit) for sep in _WORD_SEPARATORS)
+        return self.start + cut + 1 if cut > begin else self.start + limit
+
+    def text(self, end: int) -> str:
+        return bytes(self.data[: end - self.start]).decode("utf-8", errors="replace")
+
+    def owned_lines(self, end: int) -> tuple[int, int]:
+        """First and last line numbers (1-based) this window owns, its text ending at `end`.
+
+        A line belongs to the window that owns the byte it starts at."""
+        own_from, own_to = self.own_from - self.start, (self.own_to or end) - self.start
+        first = self.first_line + self.data.count(b"\n", 0, own_from)
+        if own_from > 0 and self.data[own_from - 1 : own_from] != b"\n":
+            first += 1  # own_from is inside a line that started earlier
+        last = self.first_line + self.data.count(b"\n", 0, max(0, own_to - 1))
+        return first, last
+
+
+_WORD_SEPARATORS = (b" ", b"\t", b",", b";", b"\n", b"\r")
 
 
 class Scanner:
     """Feed bytes in order; `finish()` gives the findings. Memory stays bounded.
 
     Each chunk is searched where it lies (no copy of it is made): one `bytes.find` pass per
-    anchor, one newline count for line numbers, and a small search over the seam with the
-    previous chunk for an anchor cut in two. The bytes before the chunk that a window may
-    need are kept in `tail`.
+    anchor (or one pass of a compiled matcher for big inputs), one newline count for line
+    numbers, and a small search over the seam with the previous chunk for an anchor cut in
+    two. The bytes before the chunk that a window may need are kept in `tail`.
     """
 
     def __init__(
@@ -60,11 +195,18 @@ class Scanner:
         kb: KnowledgeBase,
         source: str = "<stdin>",
         max_bytes: int | None = None,
+        accelerate: bool | None = None,
     ):
+        """`accelerate`: None switches to the compiled matcher (if installed) once the input
+        passes ACCELERATE_FROM bytes; True uses it from the first byte; False never."""
         self.kb = kb
         self.source = source
         self.max_bytes = max_bytes
         self.anchors = _search_keys(kb)
+        self.find_anchors = _pure_finder(self.anchors)
+        self.accelerate = accelerate
+        if accelerate:
+            self.find_anchors = _accelerated_finder(self.anchors) or self.find_anchors
         self.overlap = max((len(a) for a in self.anchors), default=1) - 1
         self.analyser = Analyser(kb, source)
         # the latest bytes before the next chunk: at least CONTEXT_BEFORE of them (once the
@@ -75,17 +217,21 @@ class Scanner:
         self.tail_first_line = 1  # line number at tail_start
         self.position = 0  # bytes consumed so far
         self.newlines = 0  # newlines before `position`
-        self.window: _Window | None = None
+        # open windows, oldest first: at most two (one finishing its last message after a
+        # cut at MAX_REGION, one collecting)
+        self.windows: list[_Window] = []
+        self.claimed_to = 0  # lines starting before this offset belong to a closed window
         self.found: dict[tuple, Finding] = {}
         self.head = bytearray()
         self.control_count = 0
         self.nonblank = False
         self.hit_byte_limit = False
+        self.stopped_binary = False  # the first block looked binary: nothing more was read
 
     # -- feeding ---------------------------------------------------------------
 
     def feed(self, chunk: bytes) -> bool:
-        """Consume a chunk; False once the byte limit is reached (stop reading)."""
+        """Consume a chunk; False once reading should stop (byte limit, binary input)."""
         if self.max_bytes is not None and self.position + len(chunk) > self.max_bytes:
             chunk = chunk[: max(0, self.max_bytes - self.position)]
             self.hit_byte_limit = True
@@ -96,25 +242,24 @@ class Scanner:
         if not self.nonblank and chunk and not chunk.isspace():
             self.nonblank = True
         start = self.position
+        if self.accelerate is None and start + len(chunk) > ACCELERATE_FROM:
+            self.accelerate = True  # decided once
+            self.find_anchors = _accelerated_finder(self.anchors) or self.find_anchors
         for hit in self._hits(chunk):
             self._on_anchor(chunk, start, start + hit)
-        if self.window is not None:
-            self._fill(self.window, chunk, start)
-            if self.window.collected_to >= self.window.end or len(self.window.data) > MAX_REGION:
-                self._close_window()
+        for window in self.windows:
+            self._fill(window, chunk, start)
+        self._close_finished()
         self.position += len(chunk)
         self.newlines += chunk.count(b"\n")
         self._advance_tail(chunk)
-        return not self.hit_byte_limit
+        if start == 0 and self.looks_binary and not self.windows and not self.found:
+            self.stopped_binary = True  # decided from the first block, like `file` does
+        return not (self.hit_byte_limit or self.stopped_binary)
 
     def _hits(self, chunk: bytes) -> list[int]:
         """Offsets (relative to the chunk, negative across the seam) where anchors start."""
-        hits: set[int] = set()
-        for anchor in self.anchors:
-            at = chunk.find(anchor)
-            while at != -1:
-                hits.add(at)
-                at = chunk.find(anchor, at + 1)
+        hits = set(self.find_anchors(chunk))
         if self.tail and self.overlap:
             seam_before = self.tail[-self.overlap :]
             seam = bytes(seam_before) + chunk[: self.overlap]
@@ -130,7 +275,7 @@ class Scanner:
     def _fill(window: _Window, data: bytes | bytearray, data_start: int) -> None:
         """Append the part of `data` (which starts at `data_start`) the window still wants."""
         begin = window.collected_to - data_start
-        end = min(window.end - data_start, len(data))
+        end = min(window.wanted_to() - data_start, len(data))
         if 0 <= begin < end:
             window.data += data[begin:end]
 
@@ -140,18 +285,35 @@ class Scanner:
             return self.newlines + 1 + chunk.count(b"\n", 0, offset - self.position)
         return self.tail_first_line + self.tail.count(b"\n", 0, offset - self.tail_start)
 
+    def _line_start(self, offset: int, chunk: bytes) -> int:
+        """The offset where the line holding byte `offset` starts (as far as the tail goes)."""
+        if offset >= self.position:
+            at = chunk.rfind(b"\n", 0, offset - self.position)
+            if at != -1:
+                return self.position + at + 1
+            offset = self.position
+        at = self.tail.rfind(b"\n", 0, offset - self.tail_start)
+        return self.tail_start + at + 1 if at != -1 else self.tail_start
+
     def _on_anchor(self, chunk: bytes, chunk_start: int, at: int) -> None:
-        window = self.window
-        if window is not None and at - CONTEXT_BEFORE <= window.end:
-            window.end = max(window.end, at + CONTEXT_AFTER)
-            return
+        window = self.windows[-1] if self.windows else None
         if window is not None:
-            self._fill(window, chunk, chunk_start)
-            self._close_window()
+            span = at - window.own_from
+            if span <= MAX_REGION or (
+                span <= 2 * MAX_REGION and self._line_start(at, chunk) <= window.last_anchor
+            ):  # a line too (no line end since the last anchor) is never split, up to a point
+                window.own(at)
+                return
+        # A new window. An open one that owns too much already (an error repeated on every
+        # line for megabytes) hands over here but stays open until its last message is whole.
         start = max(self.tail_start, at - CONTEXT_BEFORE)
-        self.window = _Window(start, at + CONTEXT_AFTER, self._line_at(start, chunk), b"")
-        self._fill(self.window, self.tail, self.tail_start)
-        self._fill(self.window, chunk, chunk_start)
+        own_from = max(start, self.claimed_to, self._line_start(at, chunk))
+        if window is not None:
+            window.own_to = own_from
+        window = _Window(start, self._line_at(start, chunk), own_from, at)
+        self._fill(window, self.tail, self.tail_start)
+        self._fill(window, chunk, chunk_start)
+        self.windows.append(window)
 
     def _advance_tail(self, chunk: bytes) -> None:
         """Keep the last CONTEXT_BEFORE bytes or more; `position` is already past `chunk`."""
@@ -167,13 +329,20 @@ class Scanner:
             del self.tail[:excess]
             self.tail_start += excess
 
-    def _close_window(self) -> None:
-        window, self.window = self.window, None
-        if window is None:
-            return
-        data = bytes(window.data[: window.end - window.start])
-        text = data.decode("utf-8", errors="replace")
-        for finding in self.analyser.analyse(text, window.first_line):
+    def _close_finished(self) -> None:
+        """Analyse the windows whose last message is whole (oldest first)."""
+        while self.windows:
+            end = self.windows[0].message_end()
+            if end is None:
+                return
+            self._analyse(self.windows.pop(0), end)
+
+    def _analyse(self, window: _Window, end: int) -> None:
+        first, last = window.owned_lines(end)
+        self.claimed_to = max(self.claimed_to, window.own_to or end)
+        for finding in self.analyser.analyse(window.text(end), window.first_line):
+            if not first <= finding.line <= last:
+                continue  # context: a neighbouring window owns (and counts) it
             key = finding.identity()
             if key in self.found:
                 old = self.found[key]
@@ -184,7 +353,9 @@ class Scanner:
     # -- results ---------------------------------------------------------------
 
     def finish(self) -> list[Finding]:
-        self._close_window()
+        while self.windows:
+            window = self.windows.pop(0)
+            self._analyse(window, window.message_end() or window.collected_to)
         findings = list(self.found.values())
         version = self._version_from_head()
         if version:

@@ -1,0 +1,114 @@
+"""The byte scanner: the compiled multi-pattern matcher (Hyperscan, where its wheel is
+installed) finds exactly what the pure-Python search finds, wherever chunk boundaries fall;
+binary input is refused from its first block."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from ddp_doctor import scanner as scanner_module
+from ddp_doctor.kb import load
+from ddp_doctor.triage import Scanner, scan_stream, summarise
+from helpers import cli
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+KB = load()
+KEYS = scanner_module._search_keys(KB)
+SETTINGS = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def accelerated():
+    finder = scanner_module._accelerated_finder(KEYS)
+    if finder is None:
+        pytest.skip("the hyperscan wheel is not installed here")
+    return finder
+
+
+# pieces that make anchors, half anchors, overlapping anchors and plain noise
+PIECES = st.one_of(
+    st.sampled_from(KEYS),
+    st.sampled_from(KEYS).map(lambda k: k[: len(k) // 2]),
+    st.sampled_from(KEYS).map(lambda k: k[len(k) // 3 :]),
+    st.binary(max_size=40),
+    st.sampled_from([b"\n", b"\r", b"[rank1]: ", "训练".encode(), b"\x00\xff"]),
+)
+
+
+@SETTINGS
+@given(st.lists(PIECES, max_size=60))
+def test_accelerated_finder_finds_what_the_pure_one_finds(pieces):
+    data = b"".join(pieces)
+    pure = scanner_module._pure_finder(KEYS)
+    assert sorted(accelerated()(data)) == sorted(pure(data))
+
+
+def _findings(data: bytes, sizes: list[int], accelerate: bool) -> list[tuple]:
+    scanner = Scanner(KB, "<test>", accelerate=accelerate)
+    at, i = 0, 0
+    while at < len(data):
+        size = sizes[i % len(sizes)]
+        scanner.feed(data[at : at + size])
+        at, i = at + size, i + 1
+    result = summarise(KB, [scanner])
+    return [
+        (f.family, f.line, f.ranks, f.unused_parameter_names, f.occurrences)
+        for f in result.findings
+    ]
+
+
+@SETTINGS
+@given(
+    st.lists(st.sampled_from(KEYS) | st.binary(max_size=30) | st.just(b"\n"), max_size=80),
+    st.lists(st.integers(1, 97), min_size=1, max_size=8),
+)
+def test_both_matchers_give_identical_findings_over_any_chunk_boundaries(pieces, sizes):
+    accelerated()
+    data = b"".join(pieces) + b"\n"
+    assert _findings(data, sizes, True) == _findings(data, sizes, False)
+
+
+def test_both_matchers_agree_on_the_real_fixtures():
+    accelerated()
+    fixtures = os.path.join(os.path.dirname(__file__), "fixtures", "real")
+    for name in sorted(os.listdir(fixtures)):
+        if not name.endswith(".txt"):
+            continue
+        with open(os.path.join(fixtures, name), "rb") as handle:
+            data = handle.read()
+        for sizes in ([len(data)], [4093], [131, 977]):
+            assert _findings(data, sizes, True) == _findings(data, sizes, False), name
+
+
+# ---------------------------------------------------------------------------- binary
+
+
+class _EndlessRandom:
+    """A stream that never ends (like /dev/urandom), counting what was read from it."""
+
+    def __init__(self):
+        self.read_bytes = 0
+
+    def read(self, size: int) -> bytes:
+        self.read_bytes += size
+        return os.urandom(size)
+
+
+def test_binary_input_is_decided_from_the_first_block():
+    stream = _EndlessRandom()
+    scanner = scan_stream(KB, stream, "random", max_bytes=None)
+    assert summarise(KB, [scanner]).looks_binary
+    assert stream.read_bytes <= scanner_module.BLOCK_SIZE
+
+
+def test_triage_dev_urandom_is_refused_at_once():
+    if not os.path.exists("/dev/urandom"):
+        pytest.skip("no /dev/urandom")
+    result = cli("triage", "/dev/urandom", timeout=20)
+    assert result.returncode == 3
+    assert "binary" in result.err
