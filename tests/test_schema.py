@@ -73,6 +73,34 @@ def test_rules_file_matches_schema(path):
             },
             "'maybe' is not one of",
         ),
+        (
+            {
+                "fixes": [
+                    {
+                        "id": "f",
+                        "title": {"en": "a", "zh": "乙"},
+                        "why": {"en": "a", "zh": "乙"},
+                        "snippets": {"pytorch": {"code": {"en": "x", "zh": "x"}}},
+                        "outcomes": [{"cause": "c", "result": "wrong", "scenario": "s"}],
+                    }
+                ]
+            },
+            "needs a note",
+        ),
+        (
+            {
+                "fixes": [
+                    {
+                        "id": "f",
+                        "title": {"en": "a", "zh": "乙"},
+                        "why": {"en": "a", "zh": "乙"},
+                        "snippets": {"pytorch": {"code": {"en": "x", "zh": "x"}}},
+                        "outcomes": [{"cause": "c", "result": "fine", "scenario": "s"}],
+                    }
+                ]
+            },
+            "'fine' is not one of works, error, wrong",
+        ),
     ],
 )
 def test_runtime_checker_agrees_with_jsonschema_on_broken_rules(broken, expected):
@@ -156,3 +184,17 @@ def test_user_rules_can_add_a_family_without_code(tmp_path):
     )
     assert result.returncode == 0, result.err
     assert json.loads(result.out)["findings"][0]["family"] == "my_error"
+
+
+def test_outcome_naming_an_unknown_cause_is_reported_with_its_line(tmp_path):
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "fixes.yaml").write_text(
+        "fixes:\n  - id: my_fix\n    title: {en: Mine, zh: 我的}\n    why: {en: Why, zh: 原因}\n"
+        "    outcomes:\n      - {cause: no_such_cause, result: works, scenario: s}\n"
+        "    snippets: {pytorch: {code: {en: x, zh: x}}}\n",
+        encoding="utf-8",
+    )
+    result = cli("triage", "--rules", str(rules), "-", input="x", env={"DDP_DOCTOR_NO_CACHE": "1"})
+    assert result.returncode == 4
+    assert "fixes.yaml:6" in result.err and "no_such_cause" in result.err

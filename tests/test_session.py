@@ -185,7 +185,9 @@ def test_back_undoes_the_last_answer():
     second = engine.next_question(KB, facts, [step.id], (), 1)
     keys += DOWN * len(second.options) + ENTER
     keys += DOWN * option_index("step_pattern", "freezing") + ENTER
-    keys += ENTER * 3 + "n"  # whatever follows: first option; then do not save
+    keys += (
+        ENTER * 4 + "n"
+    )  # whatever follows (layout, freeze or unfreeze, framework): first option; then do not save
     code, screen = drive(keys, "en")
     assert code == 0, screen
     shown = flat(screen)

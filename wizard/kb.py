@@ -133,6 +133,17 @@ class Snippet:
 
 
 @dataclass(frozen=True)
+class Outcome:
+    """What a fix measurably does for one cause on real DDP (a tests/ddp scenario)."""
+
+    cause: str
+    when: Mapping[str, Any]  # facts narrowing the case; empty: always
+    result: str  # works | error | wrong
+    scenario: str
+    note: Text | None  # required for error / wrong: the warning's reason
+
+
+@dataclass(frozen=True)
 class Fix:
     """A fix or a diagnostic step, with why it works and what it costs."""
 
@@ -144,6 +155,8 @@ class Fix:
     snippets: Mapping[str, Snippet]
     avoid_when: Mapping[str, Any] | None
     warning: Text | None
+    outcomes: tuple[Outcome, ...] = ()  # no outcome for a cause: unproven, never advised for it
+    already_on: Mapping[str, Any] | None = None  # the text shows the fix is already applied
 
 
 @dataclass(frozen=True)
@@ -199,6 +212,10 @@ class KnowledgeBase:
     # lexicon.yaml as read (plain data); wizard/understand.py compiles it on first use, so
     # commands that never read a sentence pay nothing for it
     lexicon: Mapping[str, Any] = field(default_factory=dict)
+    # snippet {name} -> ((when, value), ...): the first whose `when` holds fills it in
+    placeholders: Mapping[str, tuple[tuple[Mapping[str, Any], str], ...]] = field(
+        default_factory=dict
+    )
 
     def family(self, family_id: str) -> Family | None:
         return next((f for f in self.families if f.id == family_id), None)
@@ -350,8 +367,18 @@ def _tidy_chinese(node: Any) -> Any:
 
 
 def _check_references(raw: dict[str, Any], rules_dirs: list[str]) -> None:
-    """Cross-file checks: every fix a cause names exists."""
+    """Cross-file checks: every fix a cause names exists, every outcome names a cause."""
     fix_ids = {f["id"] for f in raw.get("fixes", [])}
+    cause_ids = {c["id"] for c in raw.get("causes", [])}
+    for fix in raw.get("fixes", []):
+        for position, outcome in enumerate(fix.get("outcomes", [])):
+            if outcome["cause"] not in cause_ids:
+                path, line = _locate_fix(rules_dirs, fix["id"], ("outcomes", position, "cause"))
+                raise RulesError(
+                    path,
+                    line,
+                    f"fix {fix['id']!r}: outcome names unknown cause {outcome['cause']!r}",
+                )
     for index, cause in enumerate(raw.get("causes", [])):
         for fix_id in cause.get("fixes", []):
             if fix_id not in fix_ids:
@@ -362,6 +389,19 @@ def _check_references(raw: dict[str, Any], rules_dirs: list[str]) -> None:
                     line,
                     f"cause {cause['id']!r} names unknown fix {fix_id!r}",
                 )
+
+
+def _locate_fix(rules_dirs: list[str], fix_id: str, inside: tuple) -> tuple[str, int | None]:
+    """The file and line of something inside fix `fix_id` (the last rules dir defining it)."""
+    for rules_dir in reversed(rules_dirs):
+        path = os.path.join(rules_dir, "fixes.yaml")
+        if not os.path.isfile(path):
+            continue
+        fixes = (_read_yaml(path) or {}).get("fixes") or []
+        for index, fix in enumerate(fixes):
+            if isinstance(fix, dict) and fix.get("id") == fix_id:
+                return path, _line_of(path, ("fixes", index, *inside))
+    return "fixes.yaml", None
 
 
 def _find_file(rules_dirs: list[str], name: str) -> str | None:
@@ -492,6 +532,18 @@ def _fix(raw: dict[str, Any]) -> Fix:
         snippets=_frozen({name: _snippet(s) for name, s in raw.get("snippets", {}).items()}),
         avoid_when=_frozen(raw["avoid_when"]) if raw.get("avoid_when") else None,
         warning=_text(raw.get("warning")),
+        outcomes=tuple(_outcome(o) for o in raw.get("outcomes", [])),
+        already_on=_frozen(raw["already_on"]) if raw.get("already_on") else None,
+    )
+
+
+def _outcome(raw: dict[str, Any]) -> Outcome:
+    return Outcome(
+        raw["cause"],
+        _frozen(raw.get("when")),
+        raw["result"],
+        raw["scenario"],
+        _text(raw.get("note")),
     )
 
 
@@ -545,6 +597,12 @@ def _build(raw: dict[str, Any]) -> KnowledgeBase:
         library_paths=re.compile(raw.get("library_paths") or r"(?!)"),
         engine=_frozen(raw.get("engine")),
         lexicon=_frozen({k: raw[k] for k in LEXICON_SECTIONS if k in raw}),
+        placeholders=_frozen(
+            {
+                name: tuple((_frozen(e.get("when")), e["value"]) for e in entries)
+                for name, entries in (raw.get("placeholders") or {}).items()
+            }
+        ),
     )
 
 

@@ -65,10 +65,17 @@ def _walk(value: Any, schema: dict, path: tuple, defs: dict) -> Problem | None:
     if "$ref" in schema:
         schema = defs[schema["$ref"].rsplit("/", 1)[-1]]
     if "anyOf" in schema:
+        # JSON Schema applies every keyword: the rest of this schema first (its message is
+        # the most precise), then the choice
+        rest = {key: value for key, value in schema.items() if key != "anyOf"}
+        problem = _walk(value, rest, path, defs)
+        if problem:
+            return problem
         problems = [_walk(value, s, path, defs) for s in schema["anyOf"]]
         if all(problems):
-            deepest = max(problems, key=lambda p: len(p[0]))
-            return deepest
+            if "errorMessage" in schema:  # the schema says best what a failed choice means
+                return path, f"{_describe(path) or 'value'}: {schema['errorMessage']}"
+            return max(problems, key=lambda p: len(p[0]))  # the deepest
         return None
     if "enum" in schema and value not in schema["enum"]:
         allowed = ", ".join(map(str, schema["enum"]))
