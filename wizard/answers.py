@@ -117,9 +117,12 @@ def reproduce_command(
     answers: Mapping[str, str],
     answers_path: str | None = None,
     paste_path: str | None = None,
-    had_paste: bool = False,
 ) -> str:
-    """The shell command that gives the same report without questions."""
+    """The shell command that gives the same report without questions.
+
+    `paste_path` must be a file that exists (the `--paste` log, or the saved copy of a
+    pasted error): the command never names a file that was not written.
+    """
     parts = ["ddp-doctor", "--lang", lang]
     if answers_path:
         parts += ["--answers", shlex.quote(answers_path)]
@@ -128,6 +131,4 @@ def reproduce_command(
         parts += ["--answers", f"<(echo {shlex.quote(inline)})"]
     if paste_path:
         parts += ["--paste", shlex.quote(paste_path)]
-    elif had_paste:
-        parts += ["--paste", "error.txt"]
     return " ".join(parts)

@@ -280,6 +280,8 @@ def cmd_answers(kb, args, lang: str) -> int:
     from .render import emit
 
     answers = load_answers(args.answers)
+    if args.save:  # before any work: a refused file is known now
+        _check_save_target(args.save, [args.answers, args.paste])
     result = read_sources(kb, [args.paste], lang, DEFAULT_MAX_BYTES) if args.paste else None
     start = Interview.start(kb, result)
     facts = apply_answers(kb, start.facts, answers, start.modules)
@@ -291,16 +293,29 @@ def cmd_answers(kb, args, lang: str) -> int:
     return ExitCode.OK
 
 
-def _save_markdown(kb, diagnosis, lang: str, path: str) -> None:
-    from .render import build_report, to_markdown
+def _check_save_target(path: str, inputs) -> None:
+    """`--save` without a terminal cannot ask: an input or an existing file is refused."""
+    from .saving import check_plan, plan_save
 
-    try:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(to_markdown(kb, build_report(kb, diagnosis, lang)))
-    except OSError as exc:
-        raise UserError(
-            ExitCode.INPUT, "err_cannot_write", path=path, reason=exc.strerror
-        ) from None
+    check = check_plan(plan_save(path, ""), inputs)
+    if check.refused:
+        raise UserError(ExitCode.INPUT, "err_save_over_input", path=path)
+    if check.existing:
+        raise UserError(ExitCode.INPUT, "err_save_exists", path=path)
+
+
+def _save_markdown(kb, diagnosis, lang: str, path: str) -> None:
+    """Atomically, and never over a file that appeared since the check."""
+    from .render import build_report, to_markdown
+    from .saving import plan_save, write_plan
+
+    plan = plan_save(path, to_markdown(kb, build_report(kb, diagnosis, lang)))
+    result = write_plan(plan, overwrite=False)
+    if isinstance(result.error, FileExistsError):
+        raise UserError(ExitCode.INPUT, "err_save_exists", path=path)
+    if result.error is not None:
+        reason = result.error.strerror or str(result.error)
+        raise UserError(ExitCode.INPUT, "err_cannot_write", path=path, reason=reason)
 
 
 def cmd_session(kb, args, lang: str) -> int:

@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .atomic import write_atomic
+from .atomic import same_file, write_atomic
 from .errors import ExitCode
 from .i18n import tr
 from .triage import Scanner, TriageResult, summarise
@@ -383,6 +383,11 @@ def run_command(
     kb, argv: Sequence[str], lang: str, fmt: str = "markdown", report_path: str | None = None
 ) -> int:
     """`ddp-doctor run`: the job's exit code (126/127 when it cannot be started)."""
+    if report_path and any(same_file(report_path, arg) for arg in argv):
+        # `run --report train.py -- python train.py`: refused before the job starts, not
+        # after hours of training when the report would replace the script
+        _say(tr(kb, "run_report_over_input", lang, path=report_path))
+        return ExitCode.USAGE
     outcome = run_job(kb, argv, lang)
     if isinstance(outcome, int):
         return outcome

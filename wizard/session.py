@@ -16,7 +16,6 @@ Input conventions (documented in the README):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from .answers import answers_for_file, dump_answers, reproduce_command
@@ -24,8 +23,8 @@ from .engine import AskedQuestion
 from .errors import ExitCode
 from .i18n import tr
 from .interview import Interview, explain_facts
+from .saving import DEFAULT_REPORT, check_plan, companion_paths, plan_save, write_plan
 
-DEFAULT_REPORT = "ddp-doctor-report.md"
 _BACK = "\x00back"  # a select value no rules option can have
 
 
@@ -144,22 +143,64 @@ class _Session:
         print_rich(self.kb, build_report(self.kb, diagnosis, self.lang), self.console)
 
     def save(self, state: Interview, diagnosis, save_path: str | None) -> None:
-        if save_path is None:
-            self.console.print()
-            if not self.ask_confirm(self.t("session_save_confirm"), default=True):
-                self.print_reproduce(state, None, None)
+        """Offer to save; a refused, existing or unwritable file asks again, never silently.
+
+        `save_path` (from `--save`) is tried first; after any problem the user is asked again
+        whether to save and under which name, and may decline. The reproduce command then
+        names only the files that were really written.
+        """
+        plan_texts = self.save_texts(state, diagnosis)
+        offered = save_path is not None
+        while True:
+            if not offered:
+                self.console.print()
+                if not self.ask_confirm(self.t("session_save_confirm"), default=True):
+                    break
+                save_path = self.ask_text(self.t("session_save_path"), default=DEFAULT_REPORT)
+                save_path = save_path.strip() or DEFAULT_REPORT
+            offered = False
+            result = self.try_save(state, plan_texts, save_path)
+            if result is not None:
+                answers_path, error_copy = companion_paths(save_path)
+                self.console.print(
+                    self.t("session_saved", path=save_path, answers=answers_path), style="green"
+                )
+                paste = error_copy if result.wrote(error_copy) else state.paste_path
+                self.print_reproduce(state, answers_path, paste)
                 return
-            save_path = self.ask_text(self.t("session_save_path"), default=DEFAULT_REPORT)
-            save_path = save_path.strip() or DEFAULT_REPORT
-        written = self.write_files(state, diagnosis, save_path)
-        if written is None:
-            self.print_reproduce(state, None, None)
-            return
-        answers_path, paste_path = written
-        self.console.print(
-            self.t("session_saved", path=save_path, answers=answers_path), style="green"
-        )
-        self.print_reproduce(state, answers_path, paste_path)
+        self.print_reproduce(state, None, state.paste_path)
+
+    def save_texts(self, state: Interview, diagnosis) -> tuple[str, str, str | None]:
+        from .render import build_report, to_markdown
+
+        report = to_markdown(self.kb, build_report(self.kb, diagnosis, self.lang))
+        answers = dump_answers(answers_for_file(self.kb, state.text_facts, state.answers))
+        pasted = state.paste if state.paste and not state.paste_path else None
+        return report, answers, pasted
+
+    def try_save(self, state: Interview, texts, save_path: str):
+        """Write the files of one save; None (after saying why) if the user must choose again."""
+        plan = plan_save(save_path, *texts)
+        check = check_plan(plan, [state.paste_path])
+        if check.refused:
+            for path in check.inputs_hit:
+                self.say_problem(self.t("err_save_over_input", path=path))
+            return None
+        if check.existing:
+            files = ", ".join(check.existing)
+            if not self.ask_confirm(self.t("session_overwrite_confirm", files=files), False):
+                return None
+        result = write_plan(plan, overwrite=bool(check.existing))
+        if result.error is not None:
+            reason = result.error.strerror or str(result.error)
+            self.say_problem(self.t("err_cannot_write", path=result.failed_path, reason=reason))
+            if result.written:
+                self.say_problem(self.t("session_saved_partly", files=", ".join(result.written)))
+            return None
+        return result
+
+    def say_problem(self, text: str) -> None:
+        self.console.print(text, style="red", markup=False)
 
     # -------------------------------------------------------------- pieces
 
@@ -197,36 +238,11 @@ class _Session:
 
     def print_reproduce(self, state: Interview, answers_path: str | None, paste_path: str | None):
         answers = answers_for_file(self.kb, state.text_facts, state.answers)
-        had_paste = bool(state.paste or state.paste_path)
-        command = reproduce_command(self.lang, answers, answers_path, paste_path, had_paste)
+        command = reproduce_command(self.lang, answers, answers_path, paste_path)
         self.console.print(self.t("session_reproduce"), style="dim")
         self.console.print("  " + command, style="bold", markup=False, soft_wrap=True)
-
-    def write_files(self, state: Interview, diagnosis, save_path: str):
-        """Write the report, the answers and the paste; None (after a message) on failure."""
-        from .render import build_report, to_markdown
-
-        report = Path(save_path)
-        stem = report.with_suffix("") if report.suffix else report
-        answers_path = f"{stem}.answers.yaml"
-        paste_path = state.paste_path
-        answers = answers_for_file(self.kb, state.text_facts, state.answers)
-        try:
-            report.write_text(
-                to_markdown(self.kb, build_report(self.kb, diagnosis, self.lang)), encoding="utf-8"
-            )
-            Path(answers_path).write_text(dump_answers(answers), encoding="utf-8")
-            if state.paste and not paste_path:
-                paste_path = f"{stem}.error.txt"
-                Path(paste_path).write_text(state.paste, encoding="utf-8")
-        except OSError as exc:
-            self.console.print(
-                tr(self.kb, "err_cannot_write", self.lang, path=save_path, reason=exc.strerror),
-                style="red",
-                markup=False,
-            )
-            return None
-        return answers_path, paste_path
+        if state.paste and not paste_path:  # the pasted error exists in no file: say so
+            self.console.print(self.t("session_reproduce_no_paste"), style="dim")
 
     # -------------------------------------------------------------- prompts
 
@@ -259,10 +275,15 @@ class _Session:
         return _run(question)
 
     def ask_confirm(self, message: str, default: bool) -> bool:
-        import questionary
+        from .confirm import ConfirmWords, confirm_question
 
-        question = questionary.confirm(message, default=default, qmark="›", **self.io)
-        return bool(_run(question))
+        words = ConfirmWords(
+            yes=self.t("session_confirm_yes"),
+            no=self.t("session_confirm_no"),
+            hint_default_yes=self.t("session_confirm_hint_yes"),
+            hint_default_no=self.t("session_confirm_hint_no"),
+        )
+        return bool(_run(confirm_question(message, default, words, "›", **self.io)))
 
     def ask_question(self, asked: AskedQuestion, number: int, can_go_back: bool) -> str:
         import questionary
