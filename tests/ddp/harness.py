@@ -1,7 +1,7 @@
 """Run a scenario under real DDP in a subprocess, and compute its non-DDP reference.
 
     result = run_ddp("unused_module", fix="find_unused_parameters")
-    ref = reference_params("unused_module", "find_unused_parameters", steps=4)
+    ref = reference_params("unused_module", "find_unused_parameters")
     assert result.ok and params_match(result.params, ref)
 
 The job runs in its own process group with a hard timeout that kills the whole group,
@@ -10,6 +10,7 @@ so a hang fails fast instead of stalling CI.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -18,12 +19,13 @@ import sys
 import tempfile
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "run_scenario.py"
 DEFAULT_TIMEOUT = 60.0
+STEPS = 3  # enough for an error on step 2 (a branch used on step 0, skipped on step 1)
 
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
@@ -55,6 +57,12 @@ class DDPResult:
     timed_out: bool
     # params[rank][step] -> {name: tensor}; only the steps a rank finished.
     params: dict
+    # rank -> that rank's own log (its stdout+stderr, plus its traceback if it died)
+    rank_logs: dict = field(default_factory=dict)
+    # rank -> names of trainable parameters whose .grad was None after step 0's backward
+    grad_none: dict = field(default_factory=dict)
+    # `ddp-doctor run --report` around the job: the report it wrote (wrapper jobs only)
+    run_report: dict | None = None
 
     @property
     def ok(self) -> bool:
@@ -85,6 +93,11 @@ def free_port() -> int:
 
 
 def _command(scenario, fix, steps, world_size, launcher, param_dir, debug_api, port):
+    """The launcher command; launcher 'run' is spawn under `ddp-doctor run --report`."""
+    if launcher == "run":
+        report = str(Path(param_dir) / "run-report.json")
+        job = _command(scenario, fix, steps, world_size, "spawn", param_dir, debug_api, port)
+        return [sys.executable, "-m", "ddp_doctor", "run", "--report", report, "--", *job]
     script_args = [str(SCRIPT), "--scenario", scenario, "--steps", str(steps)]
     script_args += ["--param-dir", param_dir]
     if fix:
@@ -98,6 +111,19 @@ def _command(scenario, fix, steps, world_size, launcher, param_dir, debug_api, p
         rdzv = ["--master_addr", "127.0.0.1", "--master_port", str(port)]
         return [*torchrun, f"--nproc_per_node={world_size}", *rdzv, *script_args]
     raise ValueError(f"launcher must be 'spawn' or 'torchrun', not {launcher!r}")
+
+
+def _load_rank_files(param_dir: Path, world_size: int) -> tuple[dict, dict, dict | None]:
+    logs, grad_none = {}, {}
+    for rank in range(world_size):
+        log = param_dir / f"rank{rank}.log"
+        if log.exists():
+            logs[rank] = log.read_bytes().decode("utf-8", errors="replace")
+        none = param_dir / f"rank{rank}_gradnone.json"
+        if none.exists():
+            grad_none[rank] = json.loads(none.read_text())
+    report = param_dir / "run-report.json"
+    return logs, grad_none, json.loads(report.read_text()) if report.exists() else None
 
 
 def _load_params(param_dir: Path, world_size: int, steps: int) -> dict:
@@ -119,7 +145,7 @@ def run_ddp(
     fix: str | None = None,
     debug: str | None = None,
     world_size: int = 2,
-    steps: int = 4,
+    steps: int = STEPS,
     launcher: str = "spawn",
     timeout: float = DEFAULT_TIMEOUT,
     debug_via: str = "env",
@@ -155,6 +181,7 @@ def run_ddp(
             os.killpg(proc.pid, signal.SIGKILL)
             raw, _ = proc.communicate()
         params = _load_params(Path(tmp), world_size, steps)
+        rank_logs, grad_none, run_report = _load_rank_files(Path(tmp), world_size)
     return DDPResult(
         scenario=scenario,
         fix=fix,
@@ -164,30 +191,92 @@ def run_ddp(
         output=raw.decode("utf-8", errors="replace"),
         timed_out=timed_out,
         params=params,
+        rank_logs=rank_logs,
+        grad_none=grad_none,
+        run_report=run_report,
     )
 
 
-def reference_params(scenario: str, fix: str | None = None, steps: int = 4, world_size: int = 2):
+def reference_params(
+    scenario: str, fix: str | None = None, steps: int = STEPS, world_size: int = 2
+):
     """The same steps on one process without DDP: each step runs every rank's batch
-    with its loss scaled by 1/world_size (DDP averages gradients), then one SGD step.
-    Returns a list (one per step) of {name: tensor}."""
+    with its loss scaled by 1/world_size (DDP averages gradients), then one optimizer
+    step. Returns a list (one per step) of {name: tensor}."""
     import scenarios as sc
-    import torch
 
     spec = sc.SCENARIOS[scenario]
     fixes = sc.parse_fixes(fix)
     model = sc.build_model(spec, fixes)
     if spec.after_wrap:
         spec.after_wrap(model, fixes)
-    optimizer = torch.optim.SGD(model.parameters(), lr=sc.LR)
+    optimizer = sc.make_optimizer(spec, model)
     snapshots = []
     for step in range(steps):
-        optimizer.zero_grad()
+        if spec.schedule:
+            spec.schedule(model, step, fixes)
+        optimizer.zero_grad(set_to_none=spec.set_to_none)
         for rank in range(world_size):
             spec.step(model, spec.batch(rank, step), step, rank, fixes, 1.0 / world_size)
         optimizer.step()
         snapshots.append(sc.param_snapshot(model))
     return snapshots
+
+
+def initial_params(scenario: str, fix: str | None = None) -> dict:
+    import scenarios as sc
+
+    spec = sc.SCENARIOS[scenario]
+    return sc.param_snapshot(sc.build_model(spec, sc.parse_fixes(fix)))
+
+
+def never_trained(ddp_params: dict, scenario: str, fix: str | None = None) -> list[str]:
+    """Parameters the scenario means to train (Scenario.must_train) still at their initial
+    values on some rank after the last step: the fix hid the bug instead of fixing it."""
+    import scenarios as sc
+    import torch
+
+    prefixes = sc.SCENARIOS[scenario].must_train
+    start = initial_params(scenario, fix)
+    stuck = set()
+    for per_step in ddp_params.values():
+        if not per_step:
+            continue
+        for name, value in per_step[-1].items():
+            if name.startswith(prefixes) and torch.equal(value, start[name]):
+                stuck.add(name)
+    return sorted(stuck) if prefixes else []
+
+
+def intended_reference(name: str, fix: str | None) -> list:
+    """The single-process run of the code the user meant; when that code cannot run even
+    on one process (two backward() through one freed graph), the fixed code's own run."""
+    try:
+        return reference_params(name, _sc().intended_math(fix))
+    except RuntimeError:
+        return reference_params(name, fix)
+
+
+def verdict(name: str, fix: str | None, result) -> tuple[str, str]:
+    """(works | error | wrong, detail), as the `outcomes` contract defines them:
+    error = the job failed; wrong = no error, but some rank's parameters after some step
+    differ from the single-process run of the code the user meant (scenarios.intended_math), or
+    a module the user means to train never changes (Scenario.must_train)."""
+    if not result.ok:
+        return "error", result.family
+    mismatches = param_mismatches(result.params, intended_reference(name, fix))
+    if mismatches:
+        return "wrong", mismatches[0]
+    stuck = never_trained(result.params, name, fix)
+    if stuck:
+        return "wrong", "never trains: " + ", ".join(stuck)
+    return "works", ""
+
+
+def _sc():
+    import scenarios as sc
+
+    return sc
 
 
 def params_match(ddp_params: dict, ref: list, atol: float = 1e-5) -> bool:

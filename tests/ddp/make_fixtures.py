@@ -1,6 +1,11 @@
 """Regenerate tests/fixtures/real/: the untouched output of real failing DDP jobs.
 
     python tests/ddp/make_fixtures.py [--only NAME_SUBSTRING]
+    python tests/ddp/make_fixtures.py --matrix [--only CASE_SUBSTRING]
+
+--matrix captures, for every case of the fix matrix (matrix.CASES), the texts its paths
+read into tests/fixtures/real/scenarios/<case>/: the whole output (nodebug.txt, info.txt)
+and each rank's own log (rank<r>.nodebug.txt, rank<r>.info.txt), debug unset and INFO.
 
 File names: <scenario>[.<fix>]__<debug>__<launcher>.txt with debug nodebug / info /
 detail (TORCH_DISTRIBUTED_DEBUG=DETAIL in the environment) / detailapi
@@ -81,11 +86,37 @@ def make(spec) -> tuple[str, str, int | None, bool]:
     return name, result.family, result.returncode, result.timed_out
 
 
+def capture_case(case) -> list[str]:
+    """Both debug levels of one matrix case; returns a line per text written."""
+    import matrix
+
+    folder = matrix.TEXTS / case.name
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for debug, level in ((None, "nodebug"), ("INFO", "info")):
+        result = harness.run_ddp(case.scenario, case.base, debug=debug)
+        (folder / f"{level}.txt").write_text(result.output, encoding="utf-8")
+        for rank in (0, 1):
+            text = result.rank_logs.get(rank, "")
+            (folder / f"rank{rank}.{level}.txt").write_text(text, encoding="utf-8")
+        lines.append(f"{case.name:55} {level:8} {result.family:24} rc={result.returncode}")
+    return lines
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--only", default="")
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--matrix", action="store_true", help="the fix matrix cases' texts")
     args = p.parse_args()
+    if args.matrix:
+        import matrix
+
+        cases = [c for c in matrix.CASES if args.only in c.name]
+        with ThreadPoolExecutor(args.jobs) as pool:
+            for lines in pool.map(capture_case, cases):
+                print("\n".join(lines))
+        return
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     specs = [s for s in FIXTURES if args.only in fixture_name(*s)]
     with ThreadPoolExecutor(args.jobs) as pool:

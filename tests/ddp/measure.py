@@ -19,8 +19,12 @@ import scenarios as sc  # noqa: E402
 
 def measure_one(name: str, fix: str, debug: str | None, debug_via: str, steps: int) -> dict:
     result = harness.run_ddp(name, fix or None, debug=debug, debug_via=debug_via, steps=steps)
-    ref = harness.reference_params(name, fix or None, steps=steps)
-    mismatches = harness.param_mismatches(result.params, ref)
+    try:
+        ref = harness.reference_params(name, fix or None, steps=steps)
+        mismatches = harness.param_mismatches(result.params, ref)
+    except RuntimeError as err:  # the code fails on one process too
+        mismatches = [f"reference fails: {str(err)[:60]}"]
+    outcome, detail = harness.verdict(name, fix or None, result)
     return {
         "scenario": name,
         "fix": fix or "none",
@@ -32,7 +36,11 @@ def measure_one(name: str, fix: str, debug: str | None, debug_via: str, steps: i
         "steps_done": {r: len(p) for r, p in result.params.items()},
         "params_match": not mismatches,
         "mismatches": mismatches[:6],
+        "outcome": outcome,
+        "detail": detail,
+        "grad_none_step0": result.grad_none,
         "output": result.output,
+        "rank_logs": result.rank_logs,
     }
 
 
@@ -42,7 +50,7 @@ def main() -> None:
     p.add_argument("--scenario", nargs="*", default=None)
     p.add_argument("--debug", nargs="*", default=["none"], help="none INFO DETAIL DETAIL:api")
     p.add_argument("--jobs", type=int, default=2)
-    p.add_argument("--steps", type=int, default=4)
+    p.add_argument("--steps", type=int, default=harness.STEPS)
     args = p.parse_args()
     jobs = []
     for name in args.scenario or sc.SCENARIOS:
@@ -54,9 +62,10 @@ def main() -> None:
         rows = list(pool.map(lambda j: measure_one(*j, args.steps), jobs))
     for r in rows:
         print(
-            f"{r['scenario']:32} {r['fix']:45} {r['debug']:8} {r['debug_via']:4} "
-            f"rc={r['returncode']} {r['family']:22} match={r['params_match']} "
-            f"steps={r['steps_done']} {'; '.join(r['mismatches'][:2])}"
+            f"{r['scenario']:32} {r['fix']:45} {r['debug']:8} "
+            f"rc={r['returncode']} {r['family']:22} own-ref={r['params_match']} "
+            f"{r['outcome']:5} {r['detail'][:60]} steps={r['steps_done']} "
+            f"gradnone0={r['grad_none_step0'].get(0)}"
         )
     Path(args.out).write_text(json.dumps(rows, indent=1))
 

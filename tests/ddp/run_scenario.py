@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import socket
 import sys
+import threading
+import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -48,6 +51,21 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def train(rank: int, world_size: int, args: argparse.Namespace) -> None:
+    log = RankLog(Path(args.param_dir) / f"rank{rank}.log") if args.param_dir else None
+    try:
+        _train(rank, world_size, args)
+    except BaseException:
+        # spawn hands the traceback to the parent instead of printing it; a per-rank log
+        # (torchrun's, a cluster's) shows it, so it goes in here
+        if log and not under_torchrun():
+            log.write(traceback.format_exc())
+        raise
+    finally:
+        if log:
+            log.close()
+
+
+def _train(rank: int, world_size: int, args: argparse.Namespace) -> None:
     dist.init_process_group(
         "gloo",
         rank=rank,
@@ -59,13 +77,19 @@ def train(rank: int, world_size: int, args: argparse.Namespace) -> None:
     scenario = sc.SCENARIOS[args.scenario]
     fixes = sc.parse_fixes(args.fix)
     module = sc.build_model(scenario, fixes)
-    model = DDP(module, **sc.ddp_kwargs(fixes, scenario.base_ddp_kwargs))
+    kwargs = sc.ddp_kwargs(fixes, scenario.base_ddp_kwargs)
+    model = DDP(module, **kwargs)
     if scenario.after_wrap:
         scenario.after_wrap(model.module, fixes)
-    optimizer = torch.optim.SGD(model.module.parameters(), lr=sc.LR)
+    optimizer = sc.make_optimizer(scenario, model.module)
     for step in range(args.steps):
-        optimizer.zero_grad()
+        if scenario.schedule and scenario.schedule(module, step, fixes):
+            model = DDP(module, **kwargs)  # the code rebuilds the wrapper after the change
+        optimizer.zero_grad(set_to_none=scenario.set_to_none)
         loss = scenario.step(model, scenario.batch(rank, step), step, rank, fixes, 1.0)
+        if step == 0 and args.param_dir:  # what the `grad is None` check would print here
+            none = [n for n, p in module.named_parameters() if p.requires_grad and p.grad is None]
+            (Path(args.param_dir) / f"rank{rank}_gradnone.json").write_text(json.dumps(none))
         optimizer.step()
         # One write per line, so two ranks sharing a pipe do not glue lines together.
         sys.stdout.write(f"rank {rank} step {step} loss {loss:.6f}\n")
@@ -74,6 +98,46 @@ def train(rank: int, world_size: int, args: argparse.Namespace) -> None:
             snap = sc.param_snapshot(model.module)
             torch.save(snap, Path(args.param_dir) / f"rank{rank}_step{step}.pt")
     dist.destroy_process_group()
+
+
+class RankLog:
+    """This rank's own log: everything written to its stdout and stderr (Python and C++,
+    such as the reducer's warnings) is copied to `path` as it passes through, as a
+    launcher's per-rank log file would hold it."""
+
+    def __init__(self, path: Path):
+        self.file = open(path, "ab", buffering=0)  # noqa: SIM115 (closed in close())
+        self.lock = threading.Lock()
+        self.saved = {fd: os.dup(fd) for fd in (1, 2)}
+        self.threads = []
+        for fd in (1, 2):
+            read_end, write_end = os.pipe()
+            os.dup2(write_end, fd)
+            os.close(write_end)
+            thread = threading.Thread(target=self._copy, args=(read_end, self.saved[fd]))
+            thread.start()
+            self.threads.append(thread)
+
+    def _copy(self, read_end: int, target: int) -> None:
+        while chunk := os.read(read_end, 65536):
+            os.write(target, chunk)
+            with self.lock:
+                self.file.write(chunk)
+        os.close(read_end)
+
+    def write(self, text: str) -> None:
+        sys.stderr.flush()
+        with self.lock:
+            self.file.write(text.encode("utf-8", errors="replace"))
+
+    def close(self) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for fd, saved in self.saved.items():
+            os.dup2(saved, fd)  # the pipe's last write end closes: the copier sees EOF
+        for thread in self.threads:
+            thread.join(timeout=5)
+        self.file.close()
 
 
 def _spawned(rank: int, world_size: int, args: argparse.Namespace) -> None:
@@ -86,9 +150,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def under_torchrun() -> bool:
+    return "RANK" in os.environ and "WORLD_SIZE" in os.environ
+
+
 def main(argv=None) -> None:
     args = parse_args(argv)
-    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # under torchrun
+    if under_torchrun():
         train(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args)
         return
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")

@@ -34,6 +34,9 @@ FREEZE_BEFORE_WRAPPING = "freeze_before_wrapping"
 CHECKPOINT_NON_REENTRANT = "checkpoint_non_reentrant"
 TIE_BEFORE_WRAPPING = "tie_before_wrapping"
 DISABLE_FIND_UNUSED = "disable_find_unused"
+# Not a rules fix: the no_sync() that users try first, around the first backward only
+# (the forward outside it). Measured so the difference to the snippet stays on record.
+NO_SYNC_BACKWARD_ONLY = "no_sync_backward_only"
 
 FIX_IDS = (
     FIND_UNUSED,
@@ -48,6 +51,22 @@ FIX_IDS = (
     CHECKPOINT_NON_REENTRANT,
     TIE_BEFORE_WRAPPING,
     DISABLE_FIND_UNUSED,
+    NO_SYNC_BACKWARD_ONLY,
+)
+
+# Fixes that mean to leave the training math as the user wrote it (they only change how
+# DDP is told about it). Their run must equal the single-process run of the UNFIXED code:
+# e.g. a zero-weighted term that makes AdamW decay an unused module is caught here.
+MATH_NEUTRAL = frozenset(
+    {
+        FIND_UNUSED,
+        STATIC_GRAPH,
+        SUM_LOSSES,
+        NO_SYNC_FIRST,
+        NO_SYNC_BACKWARD_ONLY,
+        ZERO_WEIGHT_AUX,
+        DISABLE_FIND_UNUSED,
+    }
 )
 
 Fixes = frozenset  # of fix ids
@@ -65,6 +84,12 @@ def parse_fixes(text: str | None) -> frozenset[str]:
     if unknown:
         raise ValueError(f"unknown fix id(s): {sorted(unknown)}; known: {FIX_IDS}")
     return fixes
+
+
+def intended_math(fix: str | None) -> str | None:
+    """The fix combination whose single-process run is the reference for `fix`."""
+    kept = sorted(parse_fixes(fix) - MATH_NEUTRAL)
+    return "+".join(kept) or None
 
 
 def ddp_kwargs(fixes: frozenset[str], base: dict | None = None) -> dict:
@@ -264,6 +289,58 @@ class Checkpointed(nn.Module):
         return self.head(h)
 
 
+class CheckpointedInput(nn.Module):
+    """Reentrant checkpoint straight on the raw input, which does not require grad:
+    torch warns "None of the inputs have requires_grad=True" and the stem inside the
+    checkpoint gets no gradient at all."""
+
+    def __init__(self, fixes):
+        super().__init__()
+        self.stem = nn.Linear(IN, HID)
+        self.head = nn.Linear(HID, OUT)
+        # fix: use_reentrant=False
+        self.use_reentrant = CHECKPOINT_NON_REENTRANT not in fixes
+
+    def _stem(self, x):
+        return torch.relu(self.stem(x))
+
+    def forward(self, x):
+        h = checkpoint(self._stem, x, use_reentrant=self.use_reentrant)
+        return self.head(h)
+
+
+class CheckpointedMiddle(nn.Module):
+    """One middle block under checkpoint, used once (the everyday way to save memory)."""
+
+    def __init__(self, fixes, use_reentrant: bool):
+        super().__init__()
+        self.stem = nn.Linear(IN, HID)
+        self.block = nn.Linear(HID, HID)
+        self.head = nn.Linear(HID, OUT)
+        # fix: use_reentrant=False
+        self.use_reentrant = use_reentrant and CHECKPOINT_NON_REENTRANT not in fixes
+
+    def _block(self, h):
+        return torch.relu(self.block(h))
+
+    def forward(self, x):
+        h = torch.relu(self.stem(x))
+        h = checkpoint(self._block, h, use_reentrant=self.use_reentrant)
+        return self.head(h)
+
+
+class CheckpointedSharedOneSegment(CheckpointedMiddle):
+    """The shared block called twice inside ONE reentrant checkpoint segment."""
+
+    def _twice(self, h):
+        return torch.relu(self.block(torch.relu(self.block(h))))
+
+    def forward(self, x):
+        h = torch.relu(self.stem(x))
+        h = checkpoint(self._twice, h, use_reentrant=self.use_reentrant)
+        return self.head(h)
+
+
 VOCAB, EMB = 10, 8
 
 
@@ -408,12 +485,46 @@ def step_two_backward_retain_graph(model, batch, step, rank, fixes, scale):
     if SUM_LOSSES in fixes:
         ((loss1 + loss2) * scale).backward()  # fix: one backward over the sum
         return loss1.item() + loss2.item()
+    if NO_SYNC_FIRST in fixes:
+        return _no_sync_snippet(model, x, y, scale)  # fix: what the printed snippet says
     if ZERO_WEIGHT_AUX in fixes:
         loss1 = loss1 + _adv_loss(out) * 0  # fix 6, as in the seed
     # What users try: no_sync around the first backward only (the forward is outside).
-    first = no_sync_if_ddp(model) if NO_SYNC_FIRST in fixes else contextlib.nullcontext()
+    first = no_sync_if_ddp(model) if NO_SYNC_BACKWARD_ONLY in fixes else contextlib.nullcontext()
     with first:
         (loss1 * scale).backward(retain_graph=True)
+    (loss2 * scale).backward()
+    return loss1.item() + loss2.item()
+
+
+def _no_sync_snippet(model, x, y, scale):
+    """fixes.yaml `no_sync_first_backward`, line for line: the first forward AND backward
+    inside `model.no_sync()`, the last forward and backward outside."""
+    with no_sync_if_ddp(model):  # forward AND backward inside: gradients stay local
+        feat, _ = model(x)
+        loss1 = _adv_loss(feat)
+        (loss1 * scale).backward()
+    _, out = model(x)  # last forward + backward outside: accumulated grads are averaged
+    loss2 = F.mse_loss(out, y)
+    (loss2 * scale).backward()
+    return loss1.item() + loss2.item()
+
+
+def step_two_backward_no_retain(model, batch, step, rank, fixes, scale):
+    """One forward, then loss1.backward() and loss2.backward() without retain_graph: the
+    second backward runs through a graph the first one freed."""
+    x, y = batch
+    if NO_SYNC_FIRST in fixes:
+        return _no_sync_snippet(model, x, y, scale)
+    feat_logit, out = model(x)
+    loss1 = _adv_loss(feat_logit)
+    loss2 = F.mse_loss(out, y)
+    if SUM_LOSSES in fixes:
+        ((loss1 + loss2) * scale).backward()  # fix: one backward over the sum
+        return loss1.item() + loss2.item()
+    if ZERO_WEIGHT_AUX in fixes:
+        loss1 = loss1 + _adv_loss(out) * 0  # fix 6, as in the seed
+    (loss1 * scale).backward()  # the bug: no retain_graph, and a second backward follows
     (loss2 * scale).backward()
     return loss1.item() + loss2.item()
 
@@ -477,6 +588,31 @@ def tie_after_wrap(module, fixes):
         module.lm_head.weight = module.emb.weight  # the bug: DDP still holds the old weight
 
 
+# -------------------------------------------------------------- schedules
+# schedule(module, step, fixes) runs on the inner module at the start of `step` (before
+# zero_grad), on every rank and in the reference. It returns True when the code rebuilds
+# the DDP wrapper after the change (the `freeze_before_wrapping` fix: "build a new
+# DistributedDataParallel at each switch"); run_scenario then wraps the module again.
+
+
+def unfreeze_body_at_step_1(module, step, fixes) -> bool:
+    if step != 1:
+        return False
+    module.body.requires_grad_(True)  # stage 2: the frozen body starts training
+    return FREEZE_BEFORE_WRAPPING in fixes  # fix: wrap again after changing the flag
+
+
+def freeze_body_at_step_1(module, step, fixes) -> bool:
+    if step != 1:
+        return False
+    module.body.requires_grad_(False)  # stage 2: the body stops training
+    return FREEZE_BEFORE_WRAPPING in fixes  # fix: wrap again after changing the flag
+
+
+def freeze_body_always(module, fixes):
+    module.body.requires_grad_(False)  # stage 1 (before wrapping): the body is frozen
+
+
 # ---------------------------------------------------------------------- registry
 
 
@@ -492,6 +628,12 @@ class Scenario:
     # Fix combinations worth measuring ("" = no fix).
     fixes_to_measure: tuple[str, ...] = ("",)
     description: str = ""
+    schedule: Callable | None = None
+    optimizer: str = "sgd"  # "sgd" (lr 0.1, no momentum) or "adamw" (weight decay)
+    set_to_none: bool = True  # optimizer.zero_grad(set_to_none=...)
+    # parameter-name prefixes the user means to train: a run that leaves them at their
+    # initial values trains wrongly even when it matches its own reference
+    must_train: tuple[str, ...] = ()
 
 
 def _scenarios() -> dict[str, Scenario]:
@@ -507,6 +649,7 @@ def _scenarios() -> dict[str, Scenario]:
                 REMOVE_UNUSED_MODULE,
                 FREEZE_BEFORE_WRAPPING,
                 ZERO_WEIGHT_AUX,
+                f"{ZERO_WEIGHT_AUX}+{FIND_UNUSED}",
             ),
             description="a registered submodule never called in forward",
         ),
@@ -560,6 +703,7 @@ def _scenarios() -> dict[str, Scenario]:
                 INCLUDE_ALL_TASKS,
                 ZERO_WEIGHT_AUX,
             ),
+            must_train=("head_b.",),
             description="an nn.Module loss forgets one task's loss",
         ),
         Scenario(
@@ -602,6 +746,7 @@ def _scenarios() -> dict[str, Scenario]:
                 STATIC_GRAPH,
                 SUM_LOSSES,
                 NO_SYNC_FIRST,
+                NO_SYNC_BACKWARD_ONLY,
                 ZERO_WEIGHT_AUX,
                 f"{ZERO_WEIGHT_AUX}+{STATIC_GRAPH}",
             ),
@@ -611,7 +756,13 @@ def _scenarios() -> dict[str, Scenario]:
             "branch_some_steps",
             Branchy,
             step_branch_some_steps,
-            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH, ZERO_WEIGHT_AUX),
+            fixes_to_measure=(
+                "",
+                FIND_UNUSED,
+                STATIC_GRAPH,
+                ZERO_WEIGHT_AUX,
+                f"{ZERO_WEIGHT_AUX}+{FIND_UNUSED}",
+            ),
             description="`extra` used on even steps only, on every rank",
         ),
         Scenario(
@@ -682,6 +833,122 @@ def _scenarios() -> dict[str, Scenario]:
             description="a second forward with grad enabled and no backward each step",
         ),
         Scenario(
+            "backward_twice_no_retain",
+            FeatureThenOutput,
+            step_two_backward_no_retain,
+            fixes_to_measure=(
+                "",
+                FIND_UNUSED,
+                STATIC_GRAPH,
+                SUM_LOSSES,
+                NO_SYNC_FIRST,
+                ZERO_WEIGHT_AUX,
+            ),
+            description="one forward, loss1.backward() then loss2.backward(), no retain_graph",
+        ),
+        Scenario(
+            "unfreeze_after_wrap",
+            Clean,
+            step_single_output,
+            before_wrap=freeze_body_always,
+            schedule=unfreeze_body_at_step_1,
+            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH, FREEZE_BEFORE_WRAPPING),
+            description="body frozen before DDP(...), unfrozen at step 1 without rewrapping",
+        ),
+        Scenario(
+            "freeze_later_step",
+            Clean,
+            step_single_output,
+            schedule=freeze_body_at_step_1,
+            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH, FREEZE_BEFORE_WRAPPING),
+            description="body.requires_grad_(False) at step 1, long after DDP(...)",
+        ),
+        Scenario(
+            "checkpoint_input_no_grad",
+            CheckpointedInput,
+            step_single_output,
+            fixes_to_measure=(
+                "",
+                FIND_UNUSED,
+                STATIC_GRAPH,
+                CHECKPOINT_NON_REENTRANT,
+            ),
+            must_train=("stem.",),
+            description="checkpoint(stem, x, use_reentrant=True) on the raw input",
+        ),
+        Scenario(
+            "checkpoint_middle_reentrant",
+            lambda fixes: CheckpointedMiddle(fixes, use_reentrant=True),
+            step_single_output,
+            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH, CHECKPOINT_NON_REENTRANT),
+            description="one middle block under checkpoint(use_reentrant=True), used once",
+        ),
+        Scenario(
+            "checkpoint_middle_non_reentrant",
+            lambda fixes: CheckpointedMiddle(fixes, use_reentrant=False),
+            step_single_output,
+            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH),
+            description="one middle block under checkpoint(use_reentrant=False), used once",
+        ),
+        Scenario(
+            "checkpoint_shared_one_segment",
+            lambda fixes: CheckpointedSharedOneSegment(fixes, use_reentrant=True),
+            step_single_output,
+            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH, CHECKPOINT_NON_REENTRANT),
+            description="block called twice inside one checkpoint(use_reentrant=True) segment",
+        ),
+        Scenario(
+            "unused_module_adamw",
+            UnusedModule,
+            step_unused_module,
+            optimizer="adamw",
+            fixes_to_measure=(
+                "",
+                FIND_UNUSED,
+                STATIC_GRAPH,
+                ZERO_WEIGHT_AUX,
+                f"{ZERO_WEIGHT_AUX}+{FIND_UNUSED}",
+                REMOVE_UNUSED_MODULE,
+                FREEZE_BEFORE_WRAPPING,
+            ),
+            description="unused_module trained with AdamW (weight decay); zero term as a parameter sum",
+        ),
+        Scenario(
+            "unused_module_adamw_keep_grad",
+            UnusedModule,
+            step_unused_module,
+            optimizer="adamw",
+            set_to_none=False,
+            fixes_to_measure=("", FIND_UNUSED, ZERO_WEIGHT_AUX),
+            description="unused_module, AdamW, optimizer.zero_grad(set_to_none=False)",
+        ),
+        Scenario(
+            "unused_forward_output_adamw",
+            AuxOutput,
+            step_aux_output,
+            optimizer="adamw",
+            fixes_to_measure=(
+                "",
+                FIND_UNUSED,
+                ZERO_WEIGHT_AUX,
+                f"{ZERO_WEIGHT_AUX}+{FIND_UNUSED}",
+            ),
+            description="unused_forward_output with AdamW; zero term on the ignored output",
+        ),
+        Scenario(
+            "branch_some_steps_adamw",
+            Branchy,
+            step_branch_some_steps,
+            optimizer="adamw",
+            fixes_to_measure=(
+                "",
+                FIND_UNUSED,
+                ZERO_WEIGHT_AUX,
+                f"{ZERO_WEIGHT_AUX}+{FIND_UNUSED}",
+            ),
+            description="branch_some_steps with AdamW; zero term inside forward",
+        ),
+        Scenario(
             "clean_with_find_unused",
             Clean,
             step_single_output,
@@ -702,6 +969,17 @@ def build_model(scenario: Scenario, fixes: frozenset[str]) -> nn.Module:
     if scenario.before_wrap:
         scenario.before_wrap(model, fixes)
     return model
+
+
+ADAMW_LR, ADAMW_WEIGHT_DECAY = 0.01, 0.1
+
+
+def make_optimizer(scenario: Scenario, module: nn.Module) -> torch.optim.Optimizer:
+    if scenario.optimizer == "adamw":
+        # weight decay shrinks every parameter that has a gradient, even a zero one: the
+        # case where "zero gradient" and "no gradient" differ
+        return torch.optim.AdamW(module.parameters(), lr=ADAMW_LR, weight_decay=ADAMW_WEIGHT_DECAY)
+    return torch.optim.SGD(module.parameters(), lr=LR)
 
 
 def param_snapshot(module: nn.Module) -> dict[str, torch.Tensor]:

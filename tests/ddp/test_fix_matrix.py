@@ -1,25 +1,28 @@
-"""Every fix ddp-doctor prints for plain PyTorch, proved on real DDP (gloo, 2 CPU ranks).
+"""The fix matrix on real DDP (gloo, 2 CPU ranks): no advised fix fails, on any path.
 
-For each scenario:
-1. the real error happens (TORCH_DISTRIBUTED_DEBUG=INFO) and `ddp-doctor triage --json`
-   on the captured text names the family, the rank and the unused modules;
-2. `ddp-doctor --answers` with an honest description of the scenario (plus the paste)
-   ranks the right cause first;
-3. every fix the report recommends (and every other fix its top cause lists and does not
-   warn against) is applied to the scenario through BRIDGE and removes the error, AND
-   every rank's parameters after every step equal a single-process run without DDP;
-4. every fix the report warns against really fails here: an error, or wrong parameters.
+For every case of matrix.CASES (a scenario, or a follow-up: the scenario with a fix already
+applied) and every path a user takes (`triage` of the whole output and of each rank's log,
+debug unset and INFO, `run` around the live job, `ask` in English and Chinese, an honest
+`--answers` with the paste):
 
-The rows are written to docs/fix-matrix.md (English and Chinese) at the end of the run.
+1. every fix the report ADVISES (JSON `fixes` of kind fix) is applied to the real job through
+   matrix.BRIDGE (the code path its snippet stands for) and works: no error, every rank's
+   parameters after every step equal the single-process run of the code the user meant,
+   and every module the user means to train changes; a follow-up never re-advises what is
+   already on;
+2. every fix it warns against really fails here (an error, or wrong parameters);
+3. every conditional fix whose condition this case's honest answers satisfy works here;
+4. every `outcomes` entry in rules/fixes.yaml agrees with its scenario's real run;
+5. every result recorded in tests/ddp/measured.json (what docs/fix-matrix.md shows) still
+   holds.
+
+The jobs run on the shared two-worker pool (harness.submit), each once per session.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -32,466 +35,182 @@ except ImportError:
     pytest.skip("torch is not installed", allow_module_level=True)
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE))
 
 import harness  # noqa: E402
+import matrix  # noqa: E402
 import scenarios  # noqa: E402
 
 pytestmark = pytest.mark.ddp
-MATRIX_DOC = ROOT / "docs" / "fix-matrix.md"
 
-
-# ---------------------------------------------------------------------------- the bridge
-# fix id -> (the scenario code paths that stand for it, text its printed snippet contains).
-# Each scenario path is one visible `if FIX in fixes:` branch or DDP keyword in scenarios.py;
-# the text ties that branch to what the user is told to type.
-
-
-@dataclass(frozen=True)
-class Bridge:
-    applies: tuple[str, ...]
-    snippet_has: tuple[str, ...]
-
-
-BRIDGE = {
-    "find_unused_parameters": Bridge(("find_unused_parameters",), ("find_unused_parameters=True",)),
-    "static_graph": Bridge(("static_graph",), ("static_graph=True",)),
-    "sum_losses_single_backward": Bridge(
-        ("sum_losses_single_backward",), ("loss = loss1 + loss2", "loss.backward()")
-    ),
-    "no_sync_first_backward": Bridge(("no_sync_first_backward",), ("with model.no_sync():",)),
-    "zero_weight_aux_loss": Bridge(("zero_weight_aux_loss",), ("0.0 *",)),
-    "include_all_task_losses": Bridge(("include_all_task_losses",), ("loss = sum(",)),
-    # seed fix 4: the head is not computed in training, and DDP is told to skip it
-    "drop_unused_outputs": Bridge(
-        ("drop_unused_outputs+find_unused_parameters",),
-        ("if self.training:", "find_unused_parameters=True"),
-    ),
-    # the snippet freezes the module before wrapping, its comment says "or delete it": both
-    "remove_unused_module": Bridge(
-        ("remove_unused_module", "freeze_before_wrapping"), (".requires_grad_(False)",)
-    ),
-    "freeze_before_wrapping": Bridge(("freeze_before_wrapping",), (".requires_grad_(False)",)),
-    "checkpoint_non_reentrant": Bridge(("checkpoint_non_reentrant",), ("use_reentrant=False",)),
-    "tie_before_wrapping": Bridge(
-        ("tie_before_wrapping",), ("model.lm_head.weight = model.emb.weight",)
-    ),
-    "disable_find_unused": Bridge(("disable_find_unused",), ("find_unused_parameters=False",)),
-}
-
-
-# ---------------------------------------------------------------------------- scenarios
-
-ORDINARY = {
-    "step_pattern": "none",
-    "multitask": "no",
-    "backward_calls": "one",
-    "forward_unused_outputs": "no",
-    "conditional_modules": "none",
-    "requires_grad_changed": "no",
-    "gradient_checkpointing": "none",
-    "tied_weights": "no",
-    "find_unused_enabled": "no",
-    "framework": "pytorch",
-}
-
-
-@dataclass(frozen=True)
-class Case:
-    scenario: str
-    cause: str  # must rank first
-    family: str  # what PyTorch raises (a harness.classify name)
-    modules: frozenset  # what TORCH_DISTRIBUTED_DEBUG=INFO names
-    answers: dict  # an honest --answers file for this scenario
-    warning_only: bool = False  # the problem is a warning, not a crash
-
-
-def case(scenario, cause, family, modules, warning_only=False, **answers):
-    honest = {**ORDINARY, **answers}
-    honest = {k: v for k, v in honest.items() if v is not None}
-    return Case(scenario, cause, family, frozenset(modules), honest, warning_only)
-
-
-CASES = [
-    case(
-        "unused_module",
-        "unused_module",
-        "unfinished_reduction",
-        {"unused"},
-        revealed_module="not_called",
-    ),
-    case(
-        "unused_forward_output",
-        "unused_forward_output",
-        "unfinished_reduction",
-        {"aux_head"},
-        step_pattern="extra_outputs",
-        forward_unused_outputs="yes",
-        revealed_module="output_ignored",
-    ),
-    case(
-        "multitask_missing_loss",
-        "multitask_missing_loss",
-        "unfinished_reduction",
-        {"head_b"},
-        step_pattern="several_losses",
-        multitask="yes",
-        all_losses_summed="no",
-        forward_unused_outputs=None,  # a user may well not know: the loss module gets both
-        revealed_module="output_ignored",
-    ),
-    case(
-        "two_backward_intermediate",  # the seed author's case: a forward per backward
-        "multiple_backward",
-        "unfinished_reduction",
-        {"out", "tail"},
-        step_pattern="backward_many",
-        backward_calls="many",
-        backward_layout="separate",
-        backward_from_intermediate="yes",
-        revealed_module="used",
-    ),
-    case(
-        "two_backward_retain_graph",  # both losses from one forward
-        "multiple_backward",
-        "ready_twice",
-        {"stem"},
-        step_pattern="backward_many",
-        backward_calls="many",
-        backward_layout="shared",
-        backward_from_intermediate="yes",
-    ),
-    case(
-        "branch_some_steps",
-        "conditional_branch",
-        "unfinished_reduction",
-        {"extra"},
-        step_pattern="branches",
-        conditional_modules="steps",
-        revealed_module="sometimes",
-    ),
-    case(
-        "branch_some_ranks",
-        "conditional_branch",
-        "unfinished_reduction",
-        {"extra"},
-        step_pattern="branches",
-        conditional_modules="ranks",
-        revealed_module="sometimes",
-    ),
-    case(
-        "requires_grad_after_wrap",
-        "frozen_params",
-        "unfinished_reduction",
-        {"body"},
-        step_pattern="freezing",
-        requires_grad_changed="yes",
-        revealed_module="used",
-    ),
-    case(
-        "checkpoint_reentrant",
-        "gradient_checkpointing",
-        "ready_twice",
-        {"block"},
-        step_pattern="checkpointing",
-        gradient_checkpointing="reentrant",
-    ),
-    case(
-        "tied_weights_after_wrap",
-        "shared_params",
-        "unfinished_reduction",
-        {"lm_head"},
-        tied_weights="yes",
-        revealed_module="used",
-    ),
-    case(
-        "clean_with_find_unused",
-        "needless_find_unused",
-        "find_unused_warning",
-        set(),
-        warning_only=True,
-        find_unused_enabled="yes",
-    ),
-]
-BY_SCENARIO = {c.scenario: c for c in CASES}
-
-# Whichever rank dies first is the one reported; for a rank-dependent branch the other
-# rank may only see its peer hang up.
-ALSO_ACCEPTED = {"branch_some_ranks": {"peer_closed"}}
-
-
-# ---------------------------------------------------------------------------- running
-
-
-def ddp_doctor(*args: str, stdin: str | None = None) -> dict:
-    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
-    env.pop("DDP_DOCTOR_LANG", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "ddp_doctor", *args, "--json", "--lang", "en"],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=120,
-    )
-    assert proc.returncode in (0, 1), proc.stderr
-    return json.loads(proc.stdout)
-
-
-def unfixed(scenario: str):
-    return harness.submit(scenario, None, "INFO").result()
-
-
-def report_for(case: Case, tmp_path: Path) -> dict:
-    paste = tmp_path / f"{case.scenario}.txt"
-    paste.write_text(unfixed(case.scenario).output, encoding="utf-8")
-    answers = dict(case.answers)
-    if not case.modules or case.warning_only:
-        answers.pop("revealed_module", None)  # no names in the paste: nothing to ask about
-    answers_file = tmp_path / f"{case.scenario}.answers.json"
-    answers_file.write_text(json.dumps(answers), encoding="utf-8")
-    return ddp_doctor("--answers", str(answers_file), "--paste", str(paste))
-
-
-def fixes_to_prove(case: Case, report: dict) -> list[str]:
-    """What the report recommends, plus the rest of the top cause's list it does not warn
-    against: a fix the rules can print for this cause must work here."""
-    from ddp_doctor import kb as kb_module
-
-    kb = kb_module.load()
-    recommended = [f["id"] for f in report["fixes"]]
-    warned = {w["id"] for w in report["warnings"]}
-    top = kb.cause(report["causes"][0]["id"])
-    extra = [
-        f
-        for f in top.fixes
-        if kb.fixes[f].kind == "fix" and f not in warned and f not in recommended
-    ]
-    return recommended + extra
-
-
-# ---------------------------------------------------------------------------- results
-
-ROWS: list[dict] = []
-
-
-def _shown(fix_id: str, applied: str) -> str:
-    """The fix as the matrix names it: with the scenario code path when that differs."""
-    return fix_id if applied == fix_id else f"{fix_id}` via `{applied}"
-
-
-def record(case: Case, fix: str, status: str, note: str = "") -> None:
-    ROWS.append(
-        {"scenario": case.scenario, "cause": case.cause, "fix": fix, "status": status, "note": note}
-    )
-
-
-# what each scenario has code for: its own `if FIX in fixes:` branches, plus the DDP
-# constructor keywords, which apply to any model
-_DDP_KEYWORD_FIXES = {"find_unused_parameters", "static_graph", "disable_find_unused"}
-_MEASURABLE = {
-    name: {part for f in spec.fixes_to_measure for part in f.split("+") if part}
-    | _DDP_KEYWORD_FIXES
-    for name, spec in scenarios.SCENARIOS.items()
-}
+CASE_IDS = [c.name for c in matrix.CASES]
+VERDICTS: dict[tuple, tuple[str, str]] = {}
 
 
 def implemented(scenario: str, applied: str) -> bool:
-    return all(part in _MEASURABLE[scenario] for part in applied.split("+"))
+    """Does the scenario have code for every part of `applied`? DDP keywords apply to any
+    model; the other fixes are `if FIX in fixes:` branches listed in fixes_to_measure."""
+    keywords = {"find_unused_parameters", "static_graph", "disable_find_unused"}
+    spec = scenarios.SCENARIOS[scenario]
+    own = {part for f in spec.fixes_to_measure for part in f.split("+") if part}
+    return all(part in own | keywords for part in applied.split("+") if part)
+
+
+def verdict(case_: matrix.Case, scenario: str, applied: str) -> tuple[str, str]:
+    key = (scenario, applied or None, case_.warning_is_problem)
+    if key not in VERDICTS:
+        result = harness.submit(scenario, applied or None).result()
+        outcome = harness.verdict(scenario, applied or None, result)
+        still_warns = harness.FIND_UNUSED_WARNING in result.output
+        if outcome[0] == "works" and case_.warning_is_problem and still_warns:
+            outcome = ("wrong", "the speed warning is still printed")
+        VERDICTS[key] = outcome
+    return VERDICTS[key]
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory) -> dict:
-    """Reproduce every scenario, diagnose it, and start every fix run it calls for.
-
-    Two phases on the shared 2-worker pool: all unfixed runs first; then, as each one's
-    report is ready, the runs of the fixes it recommends or warns against. The tests below
-    only wait for results.
-    """
-    for c in CASES:
-        harness.submit(c.scenario, None, "INFO")
+def advice(tmp_path_factory) -> dict:
+    """case -> path -> Advice. Starts the live `run` jobs first and every fix job the
+    offline paths call for, so the pool is busy while the tests read results."""
+    for c in matrix.CASES:
+        harness.submit(c.scenario, c.base, None, "run")
     tmp = tmp_path_factory.mktemp("matrix")
-    by_scenario = {}
-    for c in CASES:
-        report = report_for(c, tmp)
-        by_scenario[c.scenario] = report
-        wanted = fixes_to_prove(c, report) + [w["id"] for w in report["warnings"]]
-        for fix_id in wanted:
-            for applied in BRIDGE[fix_id].applies if fix_id in BRIDGE else ():
-                if implemented(c.scenario, applied):
-                    harness.submit(c.scenario, applied)
-    yield by_scenario
-    write_matrix(ROWS)
+    table = {c.name: matrix.offline_advice(c, tmp) for c in matrix.CASES}
+    for c in matrix.CASES:
+        for per in table[c.name].values():
+            for fix_id in {*per.advised, *per.warned, *map(matrix.conditional_id, per.conditional)}:
+                for scenario, applied in matrix.fix_jobs(c, fix_id):
+                    if implemented(scenario, applied):
+                        harness.submit(scenario, applied)
+    for c in matrix.CASES:
+        run = harness.submit(c.scenario, c.base, None, "run").result()
+        table[c.name]["run"] = matrix.advice_of(run.run_report)
+    return table
 
 
-def proved(scenario: str, applied: str) -> tuple[bool, str]:
-    """(works, note): no error and the parameters equal the single-process reference.
-    The note is a NOTES key (the document gives it in both languages) plus a detail."""
-    result = harness.submit(scenario, applied).result()
-    if not result.ok:
-        return False, f"error|{result.family}"
-    if BY_SCENARIO[scenario].warning_only and harness.FIND_UNUSED_WARNING in result.output:
-        return False, "still_warns|"
-    mismatches = harness.param_mismatches(
-        result.params, harness.reference_params(scenario, applied)
-    )
-    if mismatches:
-        return False, "wrong_params|" + mismatches[0]
-    return True, "same_params|"
-
-
-# ---------------------------------------------------------------------------- tests
-
-
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.scenario)
-def test_scenario_is_diagnosed_and_every_printed_fix_works(case: Case, reports: dict):
-    result = unfixed(case.scenario)
-    accepted = {case.family} | ALSO_ACCEPTED.get(case.scenario, set())
-    assert result.family in accepted, result.output[-2000:]
-    assert case.warning_only == result.ok
-
-    # 1. triage of the real text
-    triage = ddp_doctor("triage", "-", stdin=result.output)
-    assert triage["findings"], "the real error text was not recognised"
-    if result.family != "peer_closed":
-        finding = triage["findings"][0]
-        assert finding["ranks"], "the rank that raised is named"
-        assert set(finding["unused_modules"]) == set(case.modules)
-
-    # 2. the honest interview ranks the right cause first
-    report = reports[case.scenario]
-    assert report["causes"][0]["id"] == case.cause, report["causes"][:3]
-    assert report["fixes"], "the report recommends at least one fix"
-
-    # 3. every fix it can print for this cause works
-    snippets = {f["id"]: f["snippet"] for f in report["fixes"]}
+def _check_advised(case_: matrix.Case, path: str, advice: matrix.Advice) -> list[str]:
     failures = []
-    for fix_id in fixes_to_prove(case, report):
-        assert fix_id in BRIDGE, f"no bridge for recommended fix {fix_id}: prove it first"
-        bridge = BRIDGE[fix_id]
-        if fix_id in snippets:
-            for text in bridge.snippet_has:
-                assert text in snippets[fix_id], f"{fix_id}: the snippet lacks {text!r}"
-        for applied in bridge.applies:
-            if not implemented(case.scenario, applied):
-                failures.append(f"{fix_id} is printed for {case.scenario}, which it cannot fix")
-                continue
-            works, note = proved(case.scenario, applied)
-            record(case, _shown(fix_id, applied), "works" if works else "FAILS", note)
-            if not works:
-                failures.append(f"{fix_id} ({applied}): {note}")
-    assert not failures, failures
-
-    # 4. what it warns against really does not work here
-    for warning in report["warnings"]:
-        fix_id = warning["id"]
-        bridge = BRIDGE.get(fix_id)
-        if bridge is None or not all(implemented(case.scenario, a) for a in bridge.applies):
-            record(case, fix_id, "warned", "not_run|")
+    for fix_id in advice.advised:
+        if fix_id in case_.already_on:
+            failures.append(f"{path}: re-advises {fix_id}, which is already on")
             continue
-        for applied in bridge.applies:
-            works, note = proved(case.scenario, applied)
-            status = "warned, and it works" if works else "warned: does not work"
-            record(case, _shown(fix_id, applied), status, note)
-            assert not works, f"{fix_id} is warned against but works: {note}"
+        bridge = matrix.BRIDGE.get(fix_id)
+        if bridge is None:
+            failures.append(f"{path}: advises {fix_id}, which no scenario can apply")
+            continue
+        snippet = advice.snippets.get(fix_id, "")
+        failures += [
+            f"{path}: the {fix_id} snippet lacks {text!r}"
+            for text in bridge.snippet_has
+            if snippet and text not in snippet
+        ]
+        for scenario, applied in matrix.fix_jobs(case_, fix_id):
+            if not implemented(scenario, applied):
+                failures.append(f"{path}: advises {fix_id}, which {scenario} has no code for")
+                continue
+            result, detail = verdict(case_, scenario, applied)
+            if result != "works":
+                failures.append(f"{path}: advises {fix_id} ({applied}): {result} {detail}")
+    return failures
 
 
-# ---------------------------------------------------------------------------- the document
-
-HEADER = {
-    "en": (
-        "# Fix matrix: what ddp-doctor recommends, proved on real DDP\n\n"
-        "Generated by `scripts/test` (tests/ddp/test_fix_matrix.py) on torch {torch}, gloo, "
-        "2 CPU processes. *works* = no error and every rank's parameters after every step "
-        "equal a single-process run without DDP on the same data. *warned* = the report shows "
-        "the fix as a warning, never as advice.\n\n"
-        "| scenario | top cause | fix | result | note |\n|---|---|---|---|---|\n"
-    ),
-    "zh": (
-        "## 修复矩阵（中文）\n\n"
-        "由 `scripts/test`（tests/ddp/test_fix_matrix.py）在 torch {torch}、gloo、2 个 CPU 进程上生成。"
-        "“有效”= 不报错，且每个进程每一步之后的参数都和不用 DDP 的单进程结果一致；"
-        "“已警告”= 报告里把它作为警告列出，而不是推荐。\n\n"
-        "| 场景 | 首要原因 | 修复 | 结果 | 说明 |\n|---|---|---|---|---|\n"
-    ),
-}
-NOTES = {
-    "same_params": {
-        "en": "no error; parameters equal the single-process run",
-        "zh": "不报错；参数与单进程结果一致",
-    },
-    "error": {"en": "still fails: {detail}", "zh": "仍然报错：{detail}"},
-    "still_warns": {"en": "the speed warning is still printed", "zh": "仍然打印性能警告"},
-    "wrong_params": {
-        "en": "runs without error, but the parameters are WRONG ({detail})",
-        "zh": "不报错，但参数是错的（{detail}）",
-    },
-    "not_run": {
-        "en": "not run: the scenario has no code for it",
-        "zh": "未运行：该场景没有对应代码",
-    },
-}
-STATUS_ZH = {
-    "works": "有效",
-    "FAILS": "失败",
-    "warned": "已警告",
-    "warned: does not work": "已警告：确实无效",
-    "warned, and it works": "已警告，但其实有效",
-}
+@pytest.mark.parametrize("name", CASE_IDS)
+def test_every_advised_fix_works(name: str, advice: dict):
+    case_ = matrix.BY_NAME[name]
+    failures = []
+    for path, per in advice[name].items():
+        failures += _check_advised(case_, path, per)
+    assert not failures, "\n".join(failures)
 
 
-NOT_COVERED_HEADER = {
-    "en": "Causes with no scenario of their own here, and why:",
-    "zh": "这里没有专门场景的原因，以及理由：",
-}
-NOT_COVERED = {
-    "framework_config": {
-        "en": "its fixes are the DDP flags proved above, spelled for each framework; Lightning, "
-        "Accelerate, the HF Trainer, MMEngine and Detectron2 are not installed in this suite, so "
-        "their spellings are checked against their documentation, not run.",
-        "zh": "它的修复就是上面验证过的 DDP 参数，只是按各框架的写法给出；Lightning、Accelerate、HF Trainer、"
-        "MMEngine、Detectron2 没有装在测试环境里，所以这些写法是对照各自文档核对的，没有实际运行。",
-    },
-    "buffer_inplace": {
-        "en": "the in-place buffer error did not reproduce on CPU with gloo (BatchNorm in train and "
-        "eval mode, two forwards before one backward, with and without `broadcast_buffers`), so "
-        "`broadcast_buffers_false` is not proved here.",
-        "zh": "在 CPU + gloo 上没能复现 buffer 被原地修改的报错（BatchNorm 训练和 eval 模式、一次 backward 前两次前向、"
-        "开关 `broadcast_buffers` 都试过），所以 `broadcast_buffers_false` 在这里没有得到验证。",
-    },
-}
+@pytest.mark.parametrize("name", CASE_IDS)
+def test_every_warned_fix_fails(name: str, advice: dict):
+    case_ = matrix.BY_NAME[name]
+    failures = []
+    for path, per in advice[name].items():
+        for fix_id in per.warned:
+            for scenario, applied in matrix.fix_jobs(case_, fix_id):
+                if not implemented(scenario, applied):
+                    continue  # nothing to run: the scenario has no code for it
+                result, _ = verdict(case_, scenario, applied)
+                if result == "works":
+                    failures.append(f"{path}: warns against {fix_id} ({applied}), which works")
+    assert not failures, "\n".join(failures)
 
 
-def not_covered() -> list[str]:
-    from ddp_doctor import kb as kb_module
+@pytest.mark.parametrize("name", CASE_IDS)
+def test_conditional_fixes_hold_when_their_condition_does(name: str, advice: dict):
+    """A conditional fix says "if <when>, then <fix>": where this case's honest facts meet
+    the condition, the fix must work here; a conditional fix for a fix already on is a
+    re-advice too."""
+    from ddp_doctor.engine import condition_holds
 
-    covered = {c.cause for c in CASES}
-    return [c.id for c in kb_module.load().causes if c.id not in covered]
+    case_ = matrix.BY_NAME[name]
+    answers = advice[name].get("answers")
+    facts = (answers and answers.facts) or {}
+    failures = []
+    for path, per in advice[name].items():
+        for entry in per.conditional:
+            fix_id = matrix.conditional_id(entry)
+            if fix_id in case_.already_on:
+                failures.append(f"{path}: conditional {fix_id}, which is already on")
+                continue
+            when = entry.get("when") or {}
+            condition = when.get("facts", when) if isinstance(when, dict) else {}
+            if not (facts and condition_holds(condition, facts)):
+                continue
+            for scenario, applied in matrix.fix_jobs(case_, fix_id):
+                if implemented(scenario, applied):
+                    result, detail = verdict(case_, scenario, applied)
+                    if result != "works":
+                        failures.append(f"{path}: if {condition} then {fix_id}: {result} {detail}")
+    assert not failures, "\n".join(failures)
 
 
-def test_every_cause_without_a_scenario_says_why():
-    assert set(not_covered()) <= set(NOT_COVERED)
+@pytest.mark.parametrize("name", CASE_IDS)
+def test_the_real_job_writes_the_captured_text(name: str):
+    """The texts the offline paths read are what the job writes today (same family)."""
+    case_ = matrix.BY_NAME[name]
+    captured = matrix.text_path(case_, "combined_info")
+    assert captured.exists(), f"run: python tests/ddp/make_fixtures.py --matrix --only {name}"
+    text = captured.read_text(encoding="utf-8")
+    want = harness.classify(text, 1 if case_.crashes else 0, False)
+    live = harness.submit(case_.scenario, case_.base, None, "run").result()
+    job_output = "\n".join(live.rank_logs.values()) + live.output
+    assert harness.classify(job_output, live.returncode, live.timed_out) == want
 
 
-def write_matrix(rows: list[dict]) -> None:
-    if {r["scenario"] for r in rows} != set(BY_SCENARIO):
-        return  # a partial run (-k, -x) must not overwrite the whole matrix
-    import torch as _torch
+OUTCOMES = matrix.outcome_entries()
 
-    rows = sorted(rows, key=lambda r: (r["scenario"], r["status"] != "works", r["fix"]))
-    parts = []
-    for lang in ("en", "zh"):
-        text = HEADER[lang].format(torch=_torch.__version__.split("+")[0])
-        for r in rows:
-            status = r["status"] if lang == "en" else STATUS_ZH.get(r["status"], r["status"])
-            key, _, detail = r["note"].partition("|")
-            note = NOTES[key][lang].format(detail=detail.replace("|", "/"))
-            text += f"| {r['scenario']} | `{r['cause']}` | `{r['fix']}` | {status} | {note} |\n"
-        text += "\n" + NOT_COVERED_HEADER[lang] + "\n\n"
-        for cause_id in not_covered():
-            text += f"- `{cause_id}`: {NOT_COVERED[cause_id][lang]}\n"
-        parts.append(text)
-    MATRIX_DOC.parent.mkdir(exist_ok=True)
-    MATRIX_DOC.write_text("\n".join(parts), encoding="utf-8")
+
+@pytest.mark.parametrize(
+    ("fix_id", "entry"),
+    OUTCOMES,
+    ids=[f"{f}-{e.get('cause')}-{e.get('scenario')}" for f, e in OUTCOMES],
+)
+def test_outcome_agrees_with_the_real_job(fix_id: str, entry: dict):
+    scenario, applied = matrix.outcome_job(fix_id, entry)
+    assert scenario in scenarios.SCENARIOS, f"no scenario {scenario}"
+    assert implemented(scenario, applied), f"{scenario} has no code for {applied}"
+    result = harness.submit(scenario, applied).result()
+    outcome, detail = harness.verdict(scenario, applied, result)
+    assert outcome == entry["result"], f"{fix_id} on {scenario} ({applied}): {outcome} {detail}"
+
+
+def test_recorded_results_still_hold():
+    """docs/fix-matrix.md shows tests/ddp/measured.json: every record must still be true
+    (run last: most jobs are done by then)."""
+    measured = matrix.load_measured()
+    records = {k: v for k, v in measured.items() if not k.startswith("_")}
+    assert records, "no recorded results: run python tests/ddp/matrix_doc.py --measure"
+    futures = {}
+    for key in records:
+        scenario, applied = key.split("|")
+        applied = None if applied == "none" else applied
+        futures[key] = (scenario, applied, harness.submit(scenario, applied))
+    stale = []
+    for key, (scenario, applied, future) in futures.items():
+        outcome, detail = harness.verdict(scenario, applied, future.result())
+        if outcome != records[key]["result"]:
+            stale.append(f"{key}: recorded {records[key]['result']}, now {outcome} {detail}")
+    assert not stale, "\n".join(stale)

@@ -122,7 +122,7 @@ def test_failing_scenario_reproduces_its_error(jobs, key):
 def test_correct_fix_runs_clean_and_matches_reference(jobs, key):
     result = jobs[key].result()
     assert result.ok, result.output[-3000:]
-    ref = harness.reference_params(key[0], key[1], steps=4)
+    ref = harness.reference_params(key[0], key[1], steps=harness.STEPS)
     assert harness.param_mismatches(result.params, ref) == []
 
 
@@ -130,7 +130,7 @@ def test_correct_fix_runs_clean_and_matches_reference(jobs, key):
 def test_silencing_fix_leaves_wrong_parameters(jobs, key):
     result = jobs[key].result()
     assert result.ok, result.output[-3000:]
-    ref = harness.reference_params(key[0], key[1], steps=4)
+    ref = harness.reference_params(key[0], key[1], steps=harness.STEPS)
     assert not harness.params_match(result.params, ref)
 
 
@@ -153,7 +153,7 @@ def test_find_unused_on_a_clean_model_only_warns(jobs, key):
     result = jobs[key].result()
     assert result.ok, result.output[-3000:]
     assert result.family == "find_unused_warning"
-    ref = harness.reference_params("clean_with_find_unused", None, steps=4)
+    ref = harness.reference_params("clean_with_find_unused", None, steps=harness.STEPS)
     assert harness.params_match(result.params, ref)
 
 
