@@ -244,13 +244,18 @@ def _builtin_rules_dir() -> str:
 
 
 def _rule_paths(rules_dir: str) -> list[str]:
+    """The rules files of a folder. A FIFO or a device named like one is listed too, so that
+    reading it gives a clear error instead of being skipped in silence."""
     paths = [os.path.join(rules_dir, name) for name in RULE_FILES]
-    paths = [p for p in paths if os.path.isfile(p)]
+    paths = [p for p in paths if os.path.lexists(p)]
     messages = os.path.join(rules_dir, MESSAGES_DIR)
     if os.path.isdir(messages):
-        paths += sorted(
-            os.path.join(messages, name) for name in os.listdir(messages) if name.endswith(".yaml")
-        )
+        from .rules_guard import RulesProblem, list_yaml
+
+        try:
+            paths += [os.path.join(messages, name) for name in list_yaml(messages)]
+        except RulesProblem as exc:
+            raise RulesError(messages, None, exc.message) from None
     return paths
 
 
@@ -259,18 +264,36 @@ def _read_text(path: str) -> str:
         return handle.read()
 
 
+def _read_rules_text(path: str) -> str:
+    """A rules file's text; RulesError for anything but a readable regular UTF-8 file."""
+    from .rules_guard import RulesProblem, read_text
+
+    try:
+        return read_text(path)
+    except RulesProblem as exc:
+        raise RulesError(path, exc.line, exc.message) from None
+    except OSError as exc:
+        raise RulesError(path, None, f"cannot read: {exc.strerror or exc}") from None
+
+
 # ---------------------------------------------------------------------------- reading
 
 
-def _read_yaml(path: str) -> Any:
+def _read_yaml(path: str, trusted: bool = True) -> Any:
+    """Parse one rules file. An untrusted (user) file is first checked for nesting and alias
+    expansion (rules_guard.check_structure): parsing is safe, building a bomb is not."""
     import yaml  # lazily: a cache hit never needs PyYAML
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~11x faster
+    text = _read_rules_text(path)
     try:
-        text = _read_text(path)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RulesError(path, None, f"cannot read: {exc}") from None
-    try:
+        if not trusted:
+            from .rules_guard import RulesProblem, check_structure
+
+            try:
+                check_structure(text, loader)
+            except RulesProblem as exc:
+                raise RulesError(path, exc.line, exc.message) from None
         return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader, never the full one
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -297,13 +320,19 @@ def _read_raw(rules_dirs: list[str]) -> dict[str, Any]:
     from .rules_check import check_rules  # only a cache miss validates
 
     raw: dict[str, Any] = {"messages": {}}
-    for rules_dir in rules_dirs:
+    for number, rules_dir in enumerate(rules_dirs):
+        trusted = number == 0  # the built-in rules; the tests hold them to the same checks
         for path in _rule_paths(rules_dir):
-            data = _read_yaml(path)
+            data = _read_yaml(path, trusted)
             name = os.path.basename(path)
             in_messages = os.path.basename(os.path.dirname(path)) == MESSAGES_DIR
             kind = "messages" if in_messages else os.path.splitext(name)[0]
-            problem = check_rules(kind, data)
+            regexes: list[tuple[tuple, str]] = []
+            problem = check_rules(kind, data, regexes)
+            if problem is None:
+                problem = _check_texts(kind, data, raw["messages"], trusted)
+            if problem is None and not trusted:
+                problem = _slow_regex(regexes)
             if problem is not None:
                 where, message = problem
                 raise RulesError(path, _line_of(path, where), message)
@@ -322,13 +351,61 @@ def _read_raw(rules_dirs: list[str]) -> dict[str, Any]:
     return _tidy_chinese(raw)
 
 
+def _check_texts(kind: str, data: Any, messages: dict, trusted: bool) -> tuple | None:
+    """Every {en, zh} text may use only the placeholders the code fills in for it: for an
+    interface message those of the built-in message it replaces, elsewhere TEXT_FIELDS."""
+    from .rules_guard import TEXT_FIELDS, placeholder_problem, placeholders
+
+    def texts(node: Any, where: tuple):
+        if isinstance(node, dict):
+            if isinstance(node.get("en"), str) and isinstance(node.get("zh"), str):
+                yield where, node
+                return
+            for key, value in node.items():
+                yield from texts(value, where + (key,))
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                yield from texts(value, where + (index,))
+
+    for where, text in texts(data, ()):
+        if kind != "messages":
+            allowed = TEXT_FIELDS
+        elif trusted:
+            allowed = placeholders(text["en"]) | placeholders(text["zh"])
+        else:  # a user's message may use what the built-in one it replaces uses
+            builtin = messages.get(where[0]) if where else None
+            allowed = placeholders(builtin["en"]) if isinstance(builtin, dict) else set()
+        for lang in ("en", "zh"):
+            problem = placeholder_problem(text[lang], allowed)
+            if problem is not None:
+                return where + (lang,), problem
+    return None
+
+
+# seconds each user regex may take on runs of its own characters when rules are loaded
+REGEX_BUDGET = 1.0
+
+
+def _slow_regex(regexes: list[tuple[tuple, str]]) -> tuple | None:
+    from .regex_guard import PROBE_LENGTH, runs_in_time
+
+    for where, pattern in regexes:
+        if not runs_in_time(pattern, re.MULTILINE, REGEX_BUDGET):
+            return where, (
+                f"regex {pattern!r} takes more than {REGEX_BUDGET:g} s on runs of "
+                f"{PROBE_LENGTH} repeated characters (catastrophic backtracking: the rules' "
+                "regexes must stay linear); start it with a literal word, avoid .* twice"
+            )
+    return None
+
+
 def _line_of(path: str, where: tuple) -> int | None:
     """The line of the YAML node at `where` (a path of keys and indices), for error messages."""
     import yaml
 
     try:
-        node = yaml.compose(_read_text(path), Loader=yaml.SafeLoader)
-    except (yaml.YAMLError, OSError, UnicodeDecodeError):
+        node = yaml.compose(_read_rules_text(path), Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, RulesError, RecursionError):
         return None
     line = node.start_mark.line + 1 if node is not None else None
     for step in where:
@@ -427,13 +504,14 @@ def _cache_key(paths: list[str]) -> str:
         from _blake2 import blake2b
     except ImportError:  # an interpreter without it
         from hashlib import blake2b
+    from .rules_guard import RulesProblem, read_bytes
+
     digest = blake2b(f"{__version__}/{CACHE_FORMAT}".encode(), digest_size=16)
     for path in paths:
         digest.update(path.encode("utf-8", "surrogateescape") + b"\0")
         try:
-            with open(path, "rb") as handle:
-                digest.update(handle.read())
-        except OSError:
+            digest.update(read_bytes(path))
+        except (OSError, RulesProblem):  # the cache misses; reading it again says what is wrong
             digest.update(b"<unreadable>")
     return digest.hexdigest()
 

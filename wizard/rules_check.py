@@ -16,6 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .regex_guard import static_problem
+
 Problem = tuple[tuple, str]
 
 _TYPES = {
@@ -61,17 +63,18 @@ def _rule_id(root: Any, path: tuple) -> str:
     return f"rule {found!r}: " if found else ""
 
 
-def _walk(value: Any, schema: dict, path: tuple, defs: dict) -> Problem | None:
+def _walk(value: Any, schema: dict, path: tuple, defs: dict, regexes: list) -> Problem | None:
+    """The first problem of `value` under `schema`; the regexes met are added to `regexes`."""
     if "$ref" in schema:
         schema = defs[schema["$ref"].rsplit("/", 1)[-1]]
     if "anyOf" in schema:
         # JSON Schema applies every keyword: the rest of this schema first (its message is
         # the most precise), then the choice
         rest = {key: value for key, value in schema.items() if key != "anyOf"}
-        problem = _walk(value, rest, path, defs)
+        problem = _walk(value, rest, path, defs, regexes)
         if problem:
             return problem
-        problems = [_walk(value, s, path, defs) for s in schema["anyOf"]]
+        problems = [_walk(value, s, path, defs, regexes) for s in schema["anyOf"]]
         if all(problems):
             if "errorMessage" in schema:  # the schema says best what a failed choice means
                 return path, f"{_describe(path) or 'value'}: {schema['errorMessage']}"
@@ -95,21 +98,29 @@ def _walk(value: Any, schema: dict, path: tuple, defs: dict) -> Problem | None:
                 re.compile(value)
             except re.error as exc:
                 return path, f"{_describe(path)}: invalid regex: {exc}"
+            danger = static_problem(value)
+            if danger is not None:
+                return path, f"{_describe(path)}: regex {value!r}: {danger}"
+            regexes.append((path, value))
     if isinstance(value, (int, float)) and "minimum" in schema and value < schema["minimum"]:
         return path, f"{_describe(path)}: must be at least {schema['minimum']}"
     if isinstance(value, list):
         if len(value) < schema.get("minItems", 0):
             return path, f"{_describe(path)}: needs at least {schema['minItems']} item(s)"
         for index, item in enumerate(value):
-            problem = "items" in schema and _walk(item, schema["items"], path + (index,), defs)
+            problem = "items" in schema and _walk(
+                item, schema["items"], path + (index,), defs, regexes
+            )
             if problem:
                 return problem
     if isinstance(value, dict):
-        return _walk_object(value, schema, path, defs)
+        return _walk_object(value, schema, path, defs, regexes)
     return None
 
 
-def _walk_object(value: dict, schema: dict, path: tuple, defs: dict) -> Problem | None:
+def _walk_object(
+    value: dict, schema: dict, path: tuple, defs: dict, regexes: list
+) -> Problem | None:
     if len(value) < schema.get("minProperties", 0):
         return path, f"{_describe(path) or 'file'}: must not be empty"
     if len(value) > schema.get("maxProperties", len(value)):
@@ -121,11 +132,11 @@ def _walk_object(value: dict, schema: dict, path: tuple, defs: dict) -> Problem 
     extra = schema.get("additionalProperties", True)
     for key, item in value.items():
         if key in properties:
-            problem = _walk(item, properties[key], path + (key,), defs)
+            problem = _walk(item, properties[key], path + (key,), defs, regexes)
         elif extra is False:
             problem = path + (key,), f"{_describe(path + (key,))}: unknown key"
         elif isinstance(extra, dict):
-            problem = _walk(item, extra, path + (key,), defs)
+            problem = _walk(item, extra, path + (key,), defs, regexes)
         else:
             problem = None
         if problem:
@@ -133,13 +144,17 @@ def _walk_object(value: dict, schema: dict, path: tuple, defs: dict) -> Problem 
     return None
 
 
-def check_rules(kind: str, data: Any) -> Problem | None:
-    """None if `data` is a valid rules file of `kind`, else (path, one-line message)."""
+def check_rules(kind: str, data: Any, regexes: list | None = None) -> Problem | None:
+    """None if `data` is a valid rules file of `kind`, else (path, one-line message).
+
+    Every regex must compile and pass regex_guard's backtracking check; the regexes found
+    are added to `regexes` as (path, pattern) when it is given."""
+    regexes = [] if regexes is None else regexes
     schema = _schema()
     defs = schema["$defs"]
     if kind not in defs:
         return (), f"unknown rules file {kind!r} (expected one of {', '.join(_KINDS)})"
-    problem = _walk(data, defs[kind], (), defs)
+    problem = _walk(data, defs[kind], (), defs, regexes)
     if problem is None:
         problem = _check_ids_unique(data)
     if problem is None:
