@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from . import __version__
+from .cliparser import Parser, Texts, lang_from_argv
 from .errors import ExitCode, UserError
 from .inputs import DEFAULT_MAX_BYTES, read_sources
 
@@ -23,84 +24,108 @@ FORMATS = ("auto", "rich", "markdown", "text", "json")
 # ---------------------------------------------------------------------------- parsing
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lang", choices=("en", "zh"), help="language (default: from locale)")
-    parser.add_argument("--rules", metavar="DIR", help="extra rules directory")
+# Options every command takes, before or after its name. The top-level parser holds the
+# defaults; each sub-parser's copy defaults to SUPPRESS, so it sets the value only when the
+# option is written after the command and never overwrites one written before it.
+# Help texts are message keys (rules/messages/cli.yaml), translated when help is printed.
 
 
-def _output(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print one JSON document")
-    parser.add_argument("--format", choices=FORMATS, default="auto", help="output format")
+def _common(parser: argparse.ArgumentParser, top: bool) -> None:
+    default = {} if top else {"default": argparse.SUPPRESS}
+    parser.add_argument("--lang", choices=("en", "zh"), help="cli_help_lang", **default)
+    parser.add_argument("--rules", metavar="DIR", help="cli_help_rules", **default)
+    parser.add_argument("--json", action="store_true", help="cli_help_json", **default)
+    fmt = {"default": "auto"} if top else default
+    parser.add_argument("--format", choices=FORMATS, help="cli_help_format", **fmt)
 
 
-def _positive_int(text: str) -> int:
+def _positive_int(texts: Texts):
     """argparse type: a whole number above 0 (`--max-bytes 0` would read nothing at all)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
-    return value
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(texts("cli_err_whole_number", value=text)) from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(texts("cli_err_at_least_one", value=value))
+        return value
+
+    return parse
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ddp-doctor",
-        description="Diagnose PyTorch DDP unused-parameter errors and print fixes that work.",
-        epilog="Run without a command for the interactive interview. "
-        "Exit codes: 0 diagnosed, 1 no known error, 2 usage, 3 input, 4 rules, "
-        "5 needs a terminal, 130 interrupted.",
+# options of the interview (no command); `ask` has its own --paste
+SESSION_OPTIONS = ("answers", "paste", "save")
+
+
+def build_parser(texts: Texts | None = None) -> argparse.ArgumentParser:
+    texts = texts or Texts("en")
+    parser = Parser(
+        prog="ddp-doctor", description="cli_description", epilog="cli_epilog", texts=texts
     )
-    parser.add_argument("--version", action="version", version=f"ddp-doctor {__version__}")
-    _common(parser)
-    _output(parser)
     parser.add_argument(
-        "--answers", metavar="FILE", help="answers (YAML/JSON id: value); no prompts"
+        "--version", action="version", version=f"ddp-doctor {__version__}", help="cli_help_version"
     )
-    parser.add_argument("--paste", metavar="FILE", help="error text to start from ('-' = stdin)")
-    parser.add_argument("--save", metavar="FILE", help="also write the report as markdown")
+    _common(parser, top=True)
+    parser.add_argument("--answers", metavar="FILE", help="cli_help_answers")
+    parser.add_argument("--paste", metavar="FILE", help="cli_help_paste")
+    parser.add_argument("--save", metavar="FILE", help="cli_help_save")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    triage = sub.add_parser("triage", help="diagnose an error text or whole logs, no questions")
-    triage.add_argument("files", nargs="*", metavar="FILE", help="files, or - for stdin")
+    def command(name: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=f"cli_cmd_{name}", texts=texts)
+
+    triage = command("triage")
+    triage.add_argument("files", nargs="*", metavar="FILE", help="cli_help_files")
     triage.add_argument(
         "--max-bytes",
-        type=_positive_int,
+        type=_positive_int(texts),
         default=DEFAULT_MAX_BYTES,
         metavar="N",
-        help="stop reading each input after N bytes (default 4 GiB)",
+        help="cli_help_max_bytes",
     )
-    _common(triage)
-    _output(triage)
+    _common(triage, top=False)
 
-    ask = sub.add_parser("ask", help="describe the problem in a sentence; get the diagnosis")
-    ask.add_argument("text", help="what happens, in your words (English or Chinese)")
-    ask.add_argument("--paste", metavar="FILE", help="the error text too ('-' = stdin)")
-    _common(ask)
-    _output(ask)
-
-    questions = sub.add_parser("questions", help="list the interview's questions and answers")
-    _common(questions)
-    questions.add_argument("--json", action="store_true", help="print JSON")
-
-    run = sub.add_parser("run", help="run your launcher and diagnose it if it dies of DDP")
-    run.add_argument("--report", metavar="FILE", help="also write the diagnosis as JSON")
-    _common(run)
-    _output(run)
-    run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
-
-    probe = sub.add_parser("probe", help="find unused parameters on one process (needs torch)")
-    probe.add_argument("target", help="module.path:factory, factory() -> (model, step)")
-    probe.add_argument("--steps", type=int, default=3)
-    probe.add_argument(
-        "--confirm-ddp",
-        action="store_true",
-        help="also run the step under single-process DDP and quote PyTorch",
+    ask = command("ask")
+    ask.add_argument("text", help="cli_help_ask_text")
+    ask.add_argument(
+        "--paste", metavar="FILE", help="cli_help_ask_paste", default=argparse.SUPPRESS
     )
-    _common(probe)
-    probe.add_argument("--json", action="store_true", help="print JSON")
+    _common(ask, top=False)
+
+    questions = command("questions")
+    _common(questions, top=False)
+
+    run = command("run")
+    run.add_argument("--report", metavar="FILE", help="cli_help_run_report")
+    _common(run, top=False)
+    run.add_argument(
+        "argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="cli_help_run_argv"
+    )
+
+    probe = command("probe")
+    probe.add_argument("target", help="cli_help_probe_target")
+    probe.add_argument("--steps", type=int, default=3, metavar="N", help="cli_help_probe_steps")
+    probe.add_argument("--confirm-ddp", action="store_true", help="cli_help_confirm_ddp")
+    _common(probe, top=False)
     return parser
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse the command line; --help and usage errors speak the user's language."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(Texts(lang_from_argv(argv)))
+    args = parser.parse_args(argv)
+    if args.command is not None:
+        for name in SESSION_OPTIONS:
+            if name == "paste" and args.command == "ask":
+                continue
+            if getattr(args, name) is not None:
+                option = f"--{name}"
+                parser.error(
+                    parser.texts("cli_err_session_option", option=option, command=args.command)
+                )
+    return args
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -110,6 +135,11 @@ def _lang(args: argparse.Namespace) -> str:
     from .i18n import resolve_lang
 
     return resolve_lang(getattr(args, "lang", None))
+
+
+def _wants_json(args: argparse.Namespace) -> bool:
+    """`--json` or `--format json`, for commands with one plain-text layout besides JSON."""
+    return bool(args.json) or args.format == "json"
 
 
 def _format(args: argparse.Namespace, stream: IO[str]) -> str:
@@ -263,7 +293,7 @@ def cmd_questions(kb, args, lang: str) -> int:
         }
         for q in kb.questions
     ]
-    if args.json:
+    if _wants_json(args):
         sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
         return ExitCode.OK
     for row in rows:
@@ -341,7 +371,7 @@ def cmd_probe(kb, args, lang: str) -> int:
     from .probe import run_probe_command
 
     return run_probe_command(
-        args.target, args.steps, lang, args.json, kb, confirm_with_ddp=args.confirm_ddp
+        args.target, args.steps, lang, _wants_json(args), kb, confirm_with_ddp=args.confirm_ddp
     )
 
 
@@ -370,10 +400,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _say_output_failed(argv: Sequence[str] | None, reason: str) -> None:
-    from .i18n import resolve_lang, tr
+    from .i18n import tr
     from .kb import load
 
-    lang = resolve_lang(_requested_lang(sys.argv[1:] if argv is None else argv))
+    lang = lang_from_argv(sys.argv[1:] if argv is None else argv)
     try:
         text = tr(load(), "err_cannot_write_output", lang, reason=reason)
     except Exception:  # broken rules: the English text still says what happened
@@ -381,18 +411,8 @@ def _say_output_failed(argv: Sequence[str] | None, reason: str) -> None:
     sys.stderr.write(f"ddp-doctor: {text}\n")
 
 
-def _requested_lang(argv: Sequence[str]) -> str | None:
-    for index, arg in enumerate(argv):
-        if arg.startswith("--lang="):
-            return arg.partition("=")[2]
-        if arg == "--lang" and index + 1 < len(argv):
-            return argv[index + 1]
-    return None
-
-
 def _main(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)  # before importing the rest: `--help` needs none of it
+    args = parse(argv)  # before importing the rest: `--help` needs none of it
     from .kb import RulesError, load
 
     lang = _lang(args)

@@ -1,0 +1,160 @@
+"""argparse in the user's language: --help and usage errors from the rules' message files.
+
+Help texts are message keys (`cli_help_lang` ...), turned into text only when help is
+printed, so a normal run pays nothing for them. argparse's own words ("usage:", "invalid
+choice: ...") come from the standard library through `argparse._`; while our parser
+parses, formats help or reports an error, that function is swapped for one that looks the
+English text up in the `argparse_*` messages. English needs no lookup at all.
+
+The language is `--lang X` anywhere on the command line (before a `--`), else the locale:
+the parser has to speak before it has parsed anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+ARGPARSE_PREFIX = "argparse_"
+HELP_PREFIX = "cli_"
+
+
+class Texts:
+    """Interface texts in one language, from the built-in rules, loaded on first use."""
+
+    def __init__(self, lang: str):
+        self.lang = lang
+        self._kb: Any = None
+        self._argparse: dict[str, str] | None = None
+
+    def kb(self):
+        if self._kb is None:
+            from .kb import load
+
+            self._kb = load()
+        return self._kb
+
+    def __call__(self, key: str, **fields: Any) -> str:
+        from .i18n import tr
+
+        try:
+            return tr(self.kb(), key, self.lang, **fields)
+        except Exception:  # noqa: BLE001 - broken rules must not break --help; say the key
+            return key
+
+    def translate_argparse(self, english: str) -> str:
+        """argparse's English message in our language (unchanged for English or if unknown)."""
+        if self.lang == "en":
+            return english
+        if self._argparse is None:
+            try:
+                messages = self.kb().messages
+            except Exception:  # noqa: BLE001 - fall back to argparse's English
+                messages = {}
+            self._argparse = {
+                text.en: text.get(self.lang)
+                for key, text in messages.items()
+                if key.startswith(ARGPARSE_PREFIX)
+            }
+        return self._argparse.get(english, english)
+
+
+def lang_from_argv(argv: Sequence[str]) -> str:
+    """The language the parser speaks: `--lang X` / `--lang=X` before `--`, else the locale."""
+    from .i18n import SUPPORTED, detect_lang
+
+    requested = None
+    tokens = list(argv)
+    for i, token in enumerate(tokens):
+        if token == "--":
+            break
+        name, eq, value = token.partition("=")
+        # argparse accepts unambiguous prefixes (`--la zh`); nothing else starts with --l
+        if len(name) >= 3 and "--lang".startswith(name):
+            if not eq:
+                value = tokens[i + 1] if i + 1 < len(tokens) else ""
+            requested = value
+    return requested if requested in SUPPORTED else detect_lang()
+
+
+@contextlib.contextmanager
+def _argparse_speaks(texts: Texts) -> Iterator[None]:
+    """Swap argparse's gettext functions for our lookup, and put them back."""
+    saved = argparse._, argparse.ngettext
+
+    def ngettext(singular: str, plural: str, count: int) -> str:
+        return texts.translate_argparse(singular if count == 1 else plural)
+
+    argparse._, argparse.ngettext = texts.translate_argparse, ngettext
+    try:
+        yield
+    finally:
+        argparse._, argparse.ngettext = saved
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Turns message keys into text at the moment help is printed."""
+
+    texts: Texts  # set by `Parser` for each formatter it makes
+
+    def _translate(self, text: str | None) -> str | None:
+        if text and text.startswith(HELP_PREFIX) and " " not in text:
+            return self.texts(text)
+        if text:
+            return self.texts.translate_argparse(text)
+        return text
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        action.help = self._translate(action.help)
+        return super()._expand_help(action)
+
+    def start_section(self, heading: str | None) -> None:
+        heading = self._translate(heading)
+        if heading and self.texts.lang == "zh":
+            self._headings.append(heading)
+        super().start_section(heading)
+
+    def format_help(self) -> str:
+        text = super().format_help()
+        for heading in getattr(self, "_headings", ()):  # Chinese takes a full-width colon
+            text = text.replace(f"{heading}:\n", f"{heading}：\n")
+        return text
+
+    def add_text(self, text: str | None) -> None:
+        super().add_text(self._translate(text))
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose help and errors are in `texts.lang`."""
+
+    def __init__(self, *args: Any, texts: Texts, **kwargs: Any):
+        self.texts = texts
+        super().__init__(*args, **kwargs)
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        formatter = HelpFormatter(prog=self.prog)
+        formatter.texts = self.texts
+        formatter._headings = []
+        return formatter
+
+    def parse_args(self, args=None, namespace=None):
+        with _argparse_speaks(self.texts):
+            return super().parse_args(args, namespace)
+
+    def parse_known_args(self, args=None, namespace=None):
+        with _argparse_speaks(self.texts):
+            return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        with _argparse_speaks(self.texts):
+            return super().format_help()
+
+    def format_usage(self) -> str:
+        with _argparse_speaks(self.texts):
+            return super().format_usage()
+
+    def error(self, message: str):
+        with _argparse_speaks(self.texts):
+            super().error(message)
