@@ -501,3 +501,119 @@ def test_a_reader_that_leaves_ends_the_job_as_without_the_wrapper():
     finally:
         wrapper.kill()
         wrapper.wait()
+
+
+# ---------------------------------------------------------------------------- every signal
+
+
+NOTICED = """
+import os, signal, sys, time
+seen = []
+def note(signum, frame):
+    seen.append(signal.Signals(signum).name)
+    print("got", seen[-1], flush=True)
+signal.signal(signal.SIGUSR1, note)
+signal.signal(signal.SIGUSR2, note)
+print("ready", os.getpid(), flush=True)
+while "SIGUSR2" not in seen:
+    time.sleep(0.05)
+print("checkpoint saved, carrying on", flush=True)
+"""
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return "X"
+
+
+def _wait_for(predicate, what: str) -> None:
+    deadline = time.monotonic() + HANG_GUARD
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_sigusr1_and_sigusr2_reach_the_job_which_keeps_running():
+    """Slurm's pre-emption notice: the job saves and goes on; the exit code is its own."""
+    wrapper, child = _start_wrapper(NOTICED)
+    try:
+        wrapper.send_signal(signal.SIGUSR1)
+        _read_until(wrapper.stdout, b"got SIGUSR1\n")
+        wrapper.send_signal(signal.SIGUSR2)
+        assert wrapper.wait(HANG_GUARD) == 0
+        assert wrapper.stdout.read() == b"got SIGUSR2\ncheckpoint saved, carrying on\n"
+        err = wrapper.stderr.read().decode()
+        assert "passed SIGUSR1 to the job" in err and "passed SIGUSR2 to the job" in err
+    finally:
+        wrapper.kill()
+        wrapper.wait()
+        if not _gone(child):
+            os.kill(child, signal.SIGKILL)
+
+
+def test_sigquit_is_passed_on_like_the_other_stop_signals():
+    wrapper, child = _start_wrapper(SLEEPER)
+    try:
+        wrapper.send_signal(signal.SIGQUIT)
+        assert wrapper.wait(HANG_GUARD) == 128 + signal.SIGQUIT
+        assert "passed SIGQUIT to the job" in wrapper.stderr.read().decode()
+        assert _gone(child)
+    finally:
+        wrapper.kill()
+        wrapper.wait()
+        if not _gone(child):
+            os.kill(child, signal.SIGKILL)
+
+
+def test_a_wrapper_killed_outright_does_not_orphan_the_job():
+    wrapper, child = _start_wrapper(SLEEPER)
+    try:
+        wrapper.send_signal(signal.SIGKILL)  # cannot be caught: the watchdog stops the job
+        wrapper.wait(HANG_GUARD)
+        _wait_for(lambda: _gone(child), "the job outlived its killed wrapper")
+    finally:
+        if not _gone(child):
+            os.kill(child, signal.SIGKILL)
+
+
+def test_ctrl_z_stops_the_job_too_and_fg_continues_both():
+    wrapper, child = _start_wrapper(NOTICED)
+    try:
+        wrapper.send_signal(signal.SIGTSTP)
+        _wait_for(lambda: _state(child) == "T", "the job kept running while the wrapper stopped")
+        _wait_for(lambda: _state(wrapper.pid) == "T", "the wrapper did not stop")
+        wrapper.send_signal(signal.SIGCONT)
+        _wait_for(lambda: _state(child) != "T", "the job was not continued")
+        wrapper.send_signal(signal.SIGUSR2)  # still connected: ends the job normally
+        assert wrapper.wait(HANG_GUARD) == 0
+    finally:
+        wrapper.kill()
+        wrapper.wait()
+        if not _gone(child):
+            os.kill(child, signal.SIGKILL)
+
+
+INTERLEAVED = """
+import sys
+for i in range(400):
+    stream = sys.stdout if i % 2 else sys.stderr
+    stream.write(f"{i}\\n")
+    stream.flush()
+"""
+
+
+def test_stdout_and_stderr_into_one_file_keep_the_jobs_order(tmp_path):
+    log = tmp_path / "job.log"
+    with open(log, "wb") as handle:
+        result = subprocess.run(
+            [*WRAPPER, "run", "--lang", "en", "--", *py(INTERLEAVED)],
+            stdout=handle,
+            stderr=subprocess.STDOUT,  # `> job.log 2>&1`
+            env=_env(),
+            cwd=ROOT,
+            timeout=HANG_GUARD,
+        )
+    assert result.returncode == 0
+    assert log.read_text().split() == [str(i) for i in range(400)]

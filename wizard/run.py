@@ -30,15 +30,14 @@ import selectors
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from .atomic import same_file, write_atomic
 from .errors import ExitCode
 from .i18n import tr
+from .jobsignals import SignalForwarder, Watchdog
 from .triage import Scanner, TriageResult, summarise
 
 DEBUG_ENV = "TORCH_DISTRIBUTED_DEBUG"
@@ -59,13 +58,11 @@ READ_SIZE = 64 << 10  # a Linux pipe holds 64 KiB, so one read usually empties i
 SCAN_BATCH = 1 << 20
 POLL_SECONDS = 0.25  # how often the loop checks whether the child exited / a grace ran out
 DRAIN_SECONDS = 2.0  # after the child exits, how long its own children may hold the pipes
-INTERRUPT_GRACE_SECONDS = 10.0  # after passing on Ctrl-C: time to save and shut down
-TERM_GRACE_SECONDS = 5.0  # after SIGTERM, before SIGKILL
 
 
-FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 STDOUT_SOURCE = "stdout"
 STDERR_SOURCE = "stderr"
+MERGED_SOURCE = "output"  # stdout and stderr go to one file, through one pipe
 WARNING_SEVERITY = "warning"
 UNUSED_FLAG_WARNING = "unused_params_warning"
 
@@ -166,103 +163,6 @@ class _OutputStream:
             self.pipe.close()
 
 
-# ---------------------------------------------------------------------------- signals
-
-
-class _SignalForwarder:
-    """Passes SIGINT / SIGTERM / SIGHUP on to the job's process group.
-
-    The first signal is forwarded as it is and the job gets a grace period to stop (a
-    training script may save a checkpoint on Ctrl-C); when it runs out, or when the user
-    presses Ctrl-C again, the job is stopped harder: SIGTERM, then SIGKILL.
-    """
-
-    def __init__(self, kb, lang: str):
-        self.kb, self.lang = kb, lang
-        self.group: int | None = None
-        self.received: int | None = None  # the first signal the wrapper got
-        self.escalation: list[int] = []
-        self.deadline: float | None = None
-        self.stopped_hard = False  # the wrapper, not the job, decided when it ended
-        self.previous: dict[int, Any] = {}
-
-    def __enter__(self) -> _SignalForwarder:
-        # handlers can only be installed from the main thread (the CLI's); called from
-        # another thread, the job simply gets no forwarding
-        if threading.current_thread() is threading.main_thread():
-            for signum in FORWARDED_SIGNALS:
-                # an ignored signal stays ignored (`nohup ddp-doctor run ...`, a background
-                # job of a script); the job inherits the ignoring, as without the wrapper
-                if signal.getsignal(signum) is not signal.SIG_IGN:
-                    self.previous[signum] = signal.signal(signum, self._on_signal)
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        for signum, handler in self.previous.items():
-            signal.signal(signum, handler)
-
-    def attach(self, group: int) -> None:
-        self.group = group
-        if self.received is not None:  # arrived while the job was starting
-            self.send(self.received)
-
-    def detach(self) -> None:
-        """The job was reaped: its group id may be reused, so send nothing more."""
-        self.group = None
-        self.deadline = None
-
-    def _on_signal(self, signum: int, frame) -> None:
-        if self.received is not None:
-            self._escalate()
-            return
-        self.received = signum
-        if signum == signal.SIGTERM:
-            self.escalation = [signal.SIGKILL]
-            grace = TERM_GRACE_SECONDS
-        else:
-            self.escalation = [signal.SIGTERM, signal.SIGKILL]
-            grace = INTERRUPT_GRACE_SECONDS
-        self.deadline = time.monotonic() + grace
-        if self.group is None:
-            return  # forwarded by attach()
-        self.send(signum)
-        kb, seconds = self.kb, f"{grace:g}"
-        if signum == signal.SIGINT:  # only a terminal user can press Ctrl-C again
-            _say_raw(tr(kb, "run_interrupt_forwarded", self.lang, seconds=seconds), True)
-        else:
-            name = signal.Signals(signum).name
-            _say_raw(tr(kb, "run_signal_forwarded", self.lang, signal=name, seconds=seconds))
-
-    def tick(self) -> None:
-        if self.deadline is not None and time.monotonic() >= self.deadline:
-            self._escalate()
-
-    def _escalate(self) -> None:
-        if not self.escalation or self.group is None:
-            return
-        signum = self.escalation.pop(0)
-        self.stopped_hard = True
-        kb, name = self.kb, signal.Signals(signum).name
-        _say_raw(tr(kb, "run_signal_escalated", self.lang, signal=name))
-        self.send(signum)
-        self.deadline = time.monotonic() + TERM_GRACE_SECONDS if self.escalation else None
-
-    def send(self, signum: int) -> None:
-        if self.group is None:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
-            os.killpg(self.group, signum)
-
-
-def _say_raw(text: str, new_line: bool = False) -> None:
-    """One line on stderr from a signal handler: os.write, since the handler may interrupt
-    a write to sys.stderr, and buffered streams refuse reentrant use. `new_line` moves off
-    the `^C` a terminal echoes without ending the line."""
-    with contextlib.suppress(OSError):
-        lead = "\n" if new_line else ""
-        os.write(sys.stderr.fileno(), f"{lead}ddp-doctor: {text}\n".encode("utf-8", "replace"))
-
-
 # ---------------------------------------------------------------------------- the run
 
 
@@ -281,12 +181,22 @@ def exit_code_of(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def _start(argv: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen:
+def _same_destination() -> bool:
+    """Our stdout and stderr are one file (`2>&1`, one terminal, one log file)."""
+    try:
+        return os.path.samestat(os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno()))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _start(argv: Sequence[str], env: Mapping[str, str], merged: bool) -> subprocess.Popen:
+    # merged: both of the job's streams share one pipe, so its interleaving reaches the
+    # common file in the order the job wrote it (two pipes read in turns reorder lines)
     return subprocess.Popen(
         list(argv),
         env=dict(env),
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merged else subprocess.PIPE,
         bufsize=0,
         # setsid: a group of its own for forwarding, and no controlling terminal, so
         # Ctrl-C reaches only the wrapper. Not setpgid: in a background group of our
@@ -326,6 +236,15 @@ def _pump(child: subprocess.Popen, streams: list[_OutputStream], forwarder) -> N
             stream.close()
 
 
+def _output_streams(kb, child: subprocess.Popen, merged: bool) -> list[_OutputStream]:
+    if merged:
+        return [_OutputStream(child.stdout, sys.stdout.fileno(), Scanner(kb, MERGED_SOURCE))]
+    return [
+        _OutputStream(child.stdout, sys.stdout.fileno(), Scanner(kb, STDOUT_SOURCE)),
+        _OutputStream(child.stderr, sys.stderr.fileno(), Scanner(kb, STDERR_SOURCE)),
+    ]
+
+
 def run_job(kb, argv: Sequence[str], lang: str) -> RunOutcome | int:
     """Run the job with output passed through; the outcome, or 126/127 if it cannot start."""
     environment = child_environment(os.environ)
@@ -333,9 +252,10 @@ def run_job(kb, argv: Sequence[str], lang: str) -> RunOutcome | int:
         _say(_debug_note(kb, lang, environment.kept_debug_level))
     sys.stdout.flush()
     sys.stderr.flush()
-    with _SignalForwarder(kb, lang) as forwarder:
+    merged = _same_destination()
+    with SignalForwarder(kb, lang) as forwarder:
         try:
-            child = _start(argv, environment.variables)
+            child = _start(argv, environment.variables, merged)
         except FileNotFoundError as exc:
             if os.sep in argv[0]:
                 _say(tr(kb, "run_cannot_execute", lang, command=argv[0], reason=exc.strerror))
@@ -347,10 +267,8 @@ def run_job(kb, argv: Sequence[str], lang: str) -> RunOutcome | int:
             _say(tr(kb, "run_cannot_execute", lang, command=argv[0], reason=reason))
             return ExitCode.CANNOT_EXECUTE
         forwarder.attach(child.pid)
-        streams = [
-            _OutputStream(child.stdout, sys.stdout.fileno(), Scanner(kb, STDOUT_SOURCE)),
-            _OutputStream(child.stderr, sys.stderr.fileno(), Scanner(kb, STDERR_SOURCE)),
-        ]
+        watchdog = Watchdog(child.pid)  # if the wrapper is killed outright, it stops the job
+        streams = _output_streams(kb, child, merged)
         try:
             _pump(child, streams, forwarder)
             returncode = child.wait()
@@ -359,6 +277,7 @@ def run_job(kb, argv: Sequence[str], lang: str) -> RunOutcome | int:
                 forwarder.send(signal.SIGKILL)
                 child.wait()
             forwarder.detach()
+            watchdog.release()
     job_code = exit_code_of(returncode)
     code = job_code
     if forwarder.received is not None and (forwarder.stopped_hard or job_code == 0):
@@ -371,7 +290,7 @@ def run_job(kb, argv: Sequence[str], lang: str) -> RunOutcome | int:
         job_exit_code=job_code,
         interrupted_by=forwarder.received,
         result=summarise(kb, [s.scanner for s in streams]),
-        ended_mid_line=any(s.last_byte != b"\n" for s in (last, streams[1])),
+        ended_mid_line=any(s.last_byte != b"\n" for s in (last, streams[-1])),
         reader_left=any(s.reader_left for s in streams),
     )
 
