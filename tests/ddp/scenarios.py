@@ -479,14 +479,14 @@ def step_two_backward_two_forwards(model, batch, step, rank, fixes, scale):
 def step_two_backward_retain_graph(model, batch, step, rank, fixes, scale):
     """Seed case, one forward: backward(loss1, retain_graph=True) then backward(loss2)."""
     x, y = batch
+    if NO_SYNC_FIRST in fixes:
+        return _no_sync_snippet(model, x, y, scale)  # fix: what the printed snippet says
     feat_logit, out = model(x)
     loss1 = _adv_loss(feat_logit)
     loss2 = F.mse_loss(out, y)
     if SUM_LOSSES in fixes:
         ((loss1 + loss2) * scale).backward()  # fix: one backward over the sum
         return loss1.item() + loss2.item()
-    if NO_SYNC_FIRST in fixes:
-        return _no_sync_snippet(model, x, y, scale)  # fix: what the printed snippet says
     if ZERO_WEIGHT_AUX in fixes:
         loss1 = loss1 + _adv_loss(out) * 0  # fix 6, as in the seed
     # What users try: no_sync around the first backward only (the forward is outside).
