@@ -13,10 +13,10 @@ import sys
 from collections.abc import Sequence
 from typing import IO
 
-from . import __version__
 from .cliparser import Parser, Texts, lang_from_argv
 from .errors import ExitCode, UserError
 from .inputs import DEFAULT_MAX_BYTES, read_sources
+from .version import __version__
 
 FORMATS = ("auto", "rich", "markdown", "text", "json")
 

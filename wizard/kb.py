@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
+from .version import __version__
 
 if TYPE_CHECKING:
     from pathlib import Path

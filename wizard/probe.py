@@ -250,6 +250,7 @@ def _record_accumulator_hooks(model, step, steps: int, params: list) -> list[lis
     A post-hook on the accumulator fires exactly when autograd executes that node, which is
     what marks a parameter "ready" in DDP. The accumulator is held only weakly by its
     parameter, so the list below keeps each node (and the hook on it) alive while probing.
+    Long because the hooks must be registered and removed around the whole loop (try/finally).
     """
     import torch
 

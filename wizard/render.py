@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from . import __version__
 from .engine import Diagnosis, RankedFix, condition_holds
 from .i18n import tr
 from .kb import KnowledgeBase, Text
+from .version import __version__
 
 SCHEMA_VERSION = 1
 DEFAULT_MODULE = "aux_head"  # stands in for the user's module when the paste names none
@@ -342,7 +342,11 @@ def _finding_facts(kb: KnowledgeBase, f, lang: str) -> list[tuple[str, str]]:
 
 
 def print_rich(kb: KnowledgeBase, report: Report, console) -> None:
-    """The terminal report: panels and highlighted code, readable down to ~40 columns."""
+    """The terminal report: panels and highlighted code, readable down to ~40 columns.
+
+    Long because it is one straight top-to-bottom layout of the report's panels, in the
+    order the user reads them; split up, that order would be scattered over functions.
+    """
     from rich.markup import escape
     from rich.panel import Panel
     from rich.syntax import Syntax
