@@ -12,7 +12,6 @@ strings here and the rest is imported where a cache miss needs it.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -489,13 +488,8 @@ def _find_file(rules_dirs: list[str], name: str) -> str | None:
 # ---------------------------------------------------------------------------- caching
 
 
-def _cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "ddp-doctor")
-
-
 # Bump when the loader changes what it stores (e.g. _tidy_chinese), so old caches miss.
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4  # 4: a header line with the payload's size and digest
 
 
 def _cache_key(paths: list[str]) -> str:
@@ -516,26 +510,44 @@ def _cache_key(paths: list[str]) -> str:
     return digest.hexdigest()
 
 
-def _load_raw_cached(rules_dirs: list[str]) -> dict[str, Any]:
+def _cache_name(paths: list[str]) -> str:
+    return f"rules-{_cache_key(paths)}.json"
+
+
+def _load_raw_cached(rules_dirs: list[str]) -> tuple[dict[str, Any], bool]:
+    """The merged raw rules, and whether they came from the cache (see rules_cache.py)."""
     paths = [p for d in rules_dirs for p in _rule_paths(d)]
     if os.environ.get("DDP_DOCTOR_NO_CACHE"):
-        return _read_raw(rules_dirs)
-    cache_dir = _cache_dir()
-    cache_file = os.path.join(cache_dir, f"rules-{_cache_key(paths)}.json")
-    try:
-        return json.loads(_read_text(cache_file))
-    except (OSError, ValueError):
-        pass
+        return _read_raw(rules_dirs), False
+    from . import rules_cache
+
+    name = _cache_name(paths)
+    raw = rules_cache.read(name, CACHE_FORMAT)
+    if _plausible(raw):
+        return raw, True
     raw = _read_raw(rules_dirs)
-    try:  # a read-only or full home directory only costs speed, never an error
-        os.makedirs(cache_dir, exist_ok=True)
-        tmp = f"{cache_file}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(raw, ensure_ascii=False))
-        os.replace(tmp, cache_file)
-    except OSError:
-        pass
-    return raw
+    rules_cache.write(name, CACHE_FORMAT, raw)
+    return raw, False
+
+
+_LIST_SECTIONS = ("families", "extractors", "hints", "causes", "fixes", "questions", "notes")
+
+
+def _plausible(raw: Any) -> bool:
+    """The shape the loader stores; whatever else a cache holds (`null`, `[]`, `{}`, a
+    planted or truncated file) is rebuilt from the YAML."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("messages"), dict):
+        return False
+    if not all(isinstance(raw.get(s), list) for s in ("families", "causes", "fixes")):
+        return False
+    for section in _LIST_SECTIONS:
+        items = raw.get(section, [])
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            return False
+    return all(
+        isinstance(t, dict) and isinstance(t.get("en"), str) and isinstance(t.get("zh"), str)
+        for t in raw["messages"].values()
+    )
 
 
 # ---------------------------------------------------------------------------- building
@@ -698,9 +710,19 @@ def load(extra_dir: str | os.PathLike | None = None) -> KnowledgeBase:
         dirs.append(extra_path)
     key = tuple(dirs)
     if key not in _LOADED:
-        raw = _load_raw_cached(dirs)
+        raw, cached = _load_raw_cached(dirs)
         try:
             _LOADED[key] = _build(raw)
-        except re.error as exc:  # check_rules compiles every regex, so only a stale cache
-            raise RulesError(dirs[-1], None, f"invalid regex: {exc}") from None
+        except (KeyError, TypeError, ValueError, AttributeError, re.error, RecursionError):
+            if not cached:
+                raise
+            # a cache of the right shape that does not build (planted, or written by a
+            # different loader): read the YAML again and replace it
+            from . import rules_cache
+
+            raw = _read_raw(dirs)
+            rules_cache.write(
+                _cache_name([p for d in dirs for p in _rule_paths(d)]), CACHE_FORMAT, raw
+            )
+            _LOADED[key] = _build(raw)
     return _LOADED[key]

