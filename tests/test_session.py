@@ -284,6 +284,8 @@ def test_pty_chinese_paste_answer_and_report(tmp_path):
         child.send(keys)
     child.expect("保存成 Markdown")
     child.send("n")
+    child.expect("直接按回车退出")  # the follow-up prompt: Enter alone leaves
+    child.send(ENTER)
     code, screen = finish(child)
     assert code == 0, screen[-2000:]
     assert "Traceback" not in screen
@@ -326,6 +328,8 @@ def test_pty_forty_columns():
     child.send(ENTER)
     child.expect("Markdown")
     child.send("n")
+    child.expect("leaves")  # the follow-up prompt: Enter alone leaves
+    child.send(ENTER)
     code, screen = finish(child)
     assert code == 0 and "Traceback" not in screen
     assert "Likely causes" in screen and "Fix 1" in screen and "loss1 + loss2" in screen

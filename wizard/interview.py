@@ -100,6 +100,31 @@ class Interview:
     def diagnose(self):
         return engine.diagnose(self.kb, self.triage, self.facts, self.answers)
 
+    def follow_up(self, text: str, lang: str) -> FollowUp:
+        """A line typed after the report: a question about a fix gets its answer; a detail
+        ("I use Lightning", "actually I freeze after 5 epochs") changes the facts, the later
+        word winning over what was said before."""
+        from .ask import build_answer
+        from .understand import understand
+
+        understood = understand(self.kb, text)
+        answer = build_answer(self.kb, understood, lang, self.facts)
+        if answer is not None:
+            return FollowUp(understood, answer, {})
+        changed = {k: v for k, v in understood.facts.items() if self.facts.get(k) != v}
+        self.facts.update(changed)
+        self.text_facts.update(changed)
+        return FollowUp(understood, None, changed)
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """What a follow-up line did: an answer, or the facts it changed (both empty: nothing)."""
+
+    understood: Any
+    answer: Any  # ask.Answer or None
+    changed: Mapping[str, Any]
+
 
 def explain_facts(kb, facts: Mapping[str, Any]) -> list[tuple[Any, Any]]:
     """(question, option) pairs that say in the rules' words what a description set."""

@@ -92,6 +92,7 @@ class _Session:
         diagnosis = state.diagnose()
         self.report(diagnosis)
         self.save(state, diagnosis, save_path)
+        self.follow_ups(state)
         return ExitCode.OK
 
     def start(self, paste_path: str | None) -> Interview:
@@ -201,6 +202,35 @@ class _Session:
 
     def say_problem(self, text: str) -> None:
         self.console.print(text, style="red", markup=False)
+
+    def follow_ups(self, state: Interview) -> None:
+        """After the report: questions and details until an empty line, Ctrl-C or Ctrl-D.
+
+        The report was delivered, so leaving here is a normal end (exit code 0).
+        """
+        from .ask import answer_markdown, understood_lines
+
+        while True:
+            self.console.print()
+            try:
+                text = self.ask_text(self.t("followup_prompt"))
+            except (_Quit, KeyboardInterrupt, EOFError):
+                return
+            if not text.strip():
+                return
+            outcome = state.follow_up(text, self.lang)
+            if outcome.answer is not None:
+                from rich.markdown import Markdown
+
+                self.console.print(Markdown(answer_markdown(self.kb, outcome.answer, self.lang)))
+            elif outcome.changed:
+                self.console.print(tr(self.kb, "ask_understood", self.lang), style="green")
+                for line in understood_lines(self.kb, outcome.understood, self.lang):
+                    self.console.print("  " + line, style="dim", markup=False)
+                self.console.print(self.t("followup_updated"), style="bold")
+                self.report(state.diagnose())
+            else:
+                self.console.print(self.t("followup_nothing"), style="dim")
 
     # -------------------------------------------------------------- pieces
 
