@@ -80,10 +80,106 @@ class Understanding:
 # ---------------------------------------------------------------------------- compiling
 
 
+class _Doc:
+    """A text prepared for phrase search: lower-cased, and without spaces (with a map back).
+
+    Phrases are found with `str.find` on the squeezed text, not with one big regex: compiling
+    hundreds of alternatives cost ~1 s per process, a plain search costs nothing up front.
+    """
+
+    def __init__(self, text: str):
+        self.text = text
+        chars, index = [], []
+        for position, char in enumerate(text):
+            if char.isspace():
+                continue
+            low = char.lower()
+            chars.append(low if len(low) == 1 else char)  # keep offsets one to one
+            index.append(position)
+        self.squeezed = "".join(chars)
+        self.index = index
+
+
+def _is_word(char: str) -> bool:
+    return char.isascii() and (char.isalnum() or char == "_")
+
+
 @dataclass(frozen=True)
-class _Term:
-    id: str
-    regex: re.Pattern
+class _Phrase:
+    squeezed: str  # lower-cased, spaces removed
+    words: int  # how many words the entry has: "may be" is not the entry "maybe"
+    word_start: bool  # begins with a Latin word character: needs a word boundary before
+    word_end: bool
+    plural: bool  # an `s` / `es` may follow
+
+    def spans(self, doc: _Doc) -> list[tuple[int, int]]:
+        out, text, size = [], doc.text, len(self.squeezed)
+        found = doc.squeezed.find(self.squeezed)
+        while found != -1:
+            begin = doc.index[found]
+            end = doc.index[found + size - 1] + 1
+            if len(text[begin:end].split()) > self.words:
+                pass  # the text has a space the entry has not
+            elif not (self.word_start and begin > 0 and _is_word(text[begin - 1])):
+                if self.word_end and self.plural:
+                    for suffix in ("es", "s"):
+                        after = end + len(suffix)
+                        if text[end:after].lower() == suffix and not (
+                            after < len(text) and _is_word(text[after])
+                        ):
+                            end = after
+                            break
+                if not (self.word_end and end < len(text) and _is_word(text[end])):
+                    out.append((begin, end))
+            found = doc.squeezed.find(self.squeezed, found + 1)
+        return out
+
+
+@dataclass(frozen=True)
+class _Words:
+    """A word list: phrases (found literally) and `re:` regexes (searched in the text)."""
+
+    phrases: tuple[_Phrase, ...]
+    regexes: tuple[re.Pattern, ...]
+
+    def spans(self, doc: _Doc, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+        end = len(doc.text) if end is None else end
+        found: set[tuple[int, int]] = set()
+        for phrase in self.phrases:
+            found.update(phrase.spans(doc))
+        for regex in self.regexes:
+            found.update((m.start(), m.end()) for m in regex.finditer(doc.text))
+        return sorted(s for s in found if start <= s[0] and s[1] <= end and s[1] > s[0])
+
+    def first(self, doc: _Doc, start: int = 0, end: int | None = None) -> int | None:
+        spans = self.spans(doc, start, end)
+        return spans[0][0] if spans else None
+
+
+def _phrase(entry: str) -> _Phrase:
+    low = entry.lower()
+    return _Phrase(
+        squeezed="".join(low.split()),
+        words=len(low.split()),
+        word_start=_is_word(low[0]),
+        word_end=_is_word(low[-1]),
+        plural=len(low) >= 3 and low[-3:].isascii() and low[-3:].isalpha(),
+    )
+
+
+def _words(entries) -> _Words:
+    entries = [e for e in entries if e.strip()]
+    return _Words(
+        phrases=tuple(_phrase(e) for e in entries if not e.startswith("re:")),
+        regexes=tuple(re.compile(e[3:], re.IGNORECASE) for e in entries if e.startswith("re:")),
+    )
+
+
+def find_phrase(text: str, entry: str) -> list[tuple[int, int]]:
+    """Where one lexicon entry occurs in `text`: case-insensitive; a space in the entry also
+    matches no space (`两次 backward` finds `两次backward`); Latin words match whole words
+    (`two` is not in `network`), with an optional plural `s`."""
+    return _words([entry]).spans(_Doc(text))
 
 
 @dataclass(frozen=True)
@@ -99,43 +195,19 @@ class _ReadingRule:
 
 @dataclass(frozen=True)
 class _Lexicon:
-    terms: Mapping[str, _Term]
+    terms: Mapping[str, _Words]
     readings: tuple[_ReadingRule, ...]
-    negation: re.Pattern
-    hedge: re.Pattern
-    clause_break: re.Pattern
-    question: re.Pattern
-    question_start: re.Pattern
-    topics: tuple[tuple[str, str, Mapping[str, Any], re.Pattern], ...]
-    aspects: tuple[tuple[str, re.Pattern], ...]
+    negation: _Words
+    not_negation: _Words
+    hedge: _Words
+    clause_break: _Words
+    question: _Words
+    question_start: _Words
+    topics: tuple[tuple[str, str, Mapping[str, Any], _Words], ...]
+    aspects: tuple[tuple[str, _Words], ...]
 
 
 _COMPILED: dict[int, tuple[KnowledgeBase, _Lexicon]] = {}
-
-
-def phrase_regex(entry: str) -> str:
-    """The regex source of one lexicon entry: `re:` + a regex, or a phrase.
-
-    A phrase matches case-insensitively; a space in it also matches no space (users type
-    `两次backward` and `两次 backward`); Latin words match whole words (`two` is not in
-    `network`), with an optional plural `s`.
-    """
-    if entry.startswith("re:"):
-        return entry[3:]
-    words = [re.escape(w) for w in entry.lower().split()]
-    body = r"\s*".join(words)
-    if re.match(r"[a-z0-9_]", entry.lower()):
-        body = r"(?<![A-Za-z0-9_])" + body
-    if re.search(r"[a-z0-9_]$", entry.lower()):
-        plural = "(?:s|es)?" if re.search(r"[a-z]{3}$", entry.lower()) else ""
-        body = body + plural + r"(?![A-Za-z0-9_])"
-    return body
-
-
-def _alternation(entries) -> re.Pattern:
-    # longest first, so "never called" wins over "never" at the same place
-    sources = sorted((phrase_regex(e) for e in entries), key=len, reverse=True)
-    return re.compile("|".join(f"(?:{s})" for s in sources) or "(?!)", re.IGNORECASE)
 
 
 def _compile(kb: KnowledgeBase) -> _Lexicon:
@@ -143,7 +215,7 @@ def _compile(kb: KnowledgeBase) -> _Lexicon:
     if cached is not None and cached[0] is kb:
         return cached[1]
     raw = kb.lexicon
-    terms = {t["id"]: _Term(t["id"], _alternation(t["match"])) for t in raw.get("terms", [])}
+    terms = {t["id"]: _words(t["match"]) for t in raw.get("terms", [])}
     readings = []
     for item in raw.get("readings", []):
         alternatives = tuple(tuple(alt) for alt in item["match"])
@@ -176,18 +248,19 @@ def _compile(kb: KnowledgeBase) -> _Lexicon:
         for entry in topic["match"]:  # a term id stands for its whole list
             entries += _term_entries(raw, entry) if entry in terms else [entry]
         topics.append(
-            (topic["id"], topic["fix"], dict(topic.get("implies") or {}), _alternation(entries))
+            (topic["id"], topic["fix"], dict(topic.get("implies") or {}), _words(entries))
         )
     lexicon = _Lexicon(
         terms=terms,
         readings=tuple(readings),
-        negation=_alternation(cues.get("negation", [])),
-        hedge=_alternation(cues.get("hedge", [])),
-        clause_break=_alternation(cues.get("clause_break", [])),
-        question=_alternation(cues.get("question", [])),
-        question_start=_alternation(cues.get("question_start", [])),
+        negation=_words(cues.get("negation", [])),
+        not_negation=_words(cues.get("not_negation", [])),
+        hedge=_words(cues.get("hedge", [])),
+        clause_break=_words(cues.get("clause_break", [])),
+        question=_words(cues.get("question", [])),
+        question_start=_words(cues.get("question_start", [])),
         topics=tuple(topics),
-        aspects=tuple((a["id"], _alternation(a["match"])) for a in raw.get("aspects", [])),
+        aspects=tuple((a["id"], _words(a["match"])) for a in raw.get("aspects", [])),
     )
     _COMPILED[id(kb)] = (kb, lexicon)
     return lexicon
@@ -237,12 +310,19 @@ def understand(kb: KnowledgeBase, text: str) -> Understanding:
     text = text[:MAX_CHARS]
     lexicon = _compile(kb)
     units = _Units(text)
+    doc = _Doc(text)
+    everywhere = {name: words.spans(doc) for name, words in lexicon.terms.items()}
     found: list[Reading] = []
     for start, end in _sentences(text):
-        found += _read_sentence(lexicon, text, start, end, units)
+        hits = {}
+        for name, spans in everywhere.items():
+            inside = [s for s in spans if start <= s[0] and s[1] <= end]
+            if inside:
+                hits[name] = inside[:50]  # a pathological sentence cannot make this quadratic
+        found += _read_sentence(lexicon, doc, start, end, units, hits)
     found.sort(key=lambda r: -r.confidence)
     is_question = _is_question(lexicon, text)
-    intent = _intent(lexicon, text) if is_question else None
+    intent = _intent(lexicon, doc) if is_question else None
     if intent is not None and intent.aspect != "still_fails":
         # "how do I set find_unused_parameters?" names the flag without saying it is on
         found = [r for r in found if not set(r.facts) & set(intent.on_facts)]
@@ -264,14 +344,8 @@ def facts_from_text(kb: KnowledgeBase, text: str) -> dict[str, Any]:
     return dict(understand(kb, text).facts)
 
 
-def _read_sentence(lexicon: _Lexicon, text: str, start: int, end: int, units: _Units):
-    sentence = text[start:end]
-    hits: dict[str, list[tuple[int, int]]] = {}
-    for term in lexicon.terms.values():
-        spans = [(m.start() + start, m.end() + start) for m in term.regex.finditer(sentence)]
-        spans = [s for s in spans if s[1] > s[0]]
-        if spans:
-            hits[term.id] = spans[:50]  # a pathological sentence cannot make this quadratic
+def _read_sentence(lexicon: _Lexicon, doc: _Doc, start: int, end: int, units: _Units, hits):
+    text = doc.text
     out = []
     for rule in lexicon.readings:
         for alternative in rule.alternatives:
@@ -279,13 +353,13 @@ def _read_sentence(lexicon: _Lexicon, text: str, start: int, end: int, units: _U
             if best is None:
                 continue
             span, gap = best
-            clause = _clause(lexicon, text, start, end, span)
-            negated = _negated(lexicon, text, clause[0], span[0], units)
+            clause = _clause(lexicon, doc, start, end, span)
+            negated = _negated(lexicon, doc, clause[0], span[0], units)
             facts = rule.negated if negated else rule.sets
             if not facts:
                 break
             confidence = rule.confidence * (1.0 - 0.02 * gap)  # closer words, surer reading
-            if lexicon.hedge.search(text, clause[0], clause[1]):
+            if lexicon.hedge.spans(doc, clause[0], clause[1]):
                 confidence *= HEDGE_FACTOR
             out.append(
                 Reading(
@@ -332,39 +406,43 @@ def _gap(a, b, units: _Units) -> float:
     return units.between(first[1], second[0])
 
 
-def _clause(lexicon: _Lexicon, text: str, start: int, end: int, span) -> tuple[int, int]:
+def _clause(lexicon: _Lexicon, doc: _Doc, start: int, end: int, span) -> tuple[int, int]:
     """The clause around `span`: from the last break before it to the first one after."""
     clause_start, clause_end = start, end
-    for pattern in (_CLAUSE_PUNCT, lexicon.clause_break):
-        for match in pattern.finditer(text, start, end):
-            if match.end() <= span[0]:
-                clause_start = max(clause_start, match.end())
-            elif match.start() >= span[1]:
-                clause_end = min(clause_end, match.start())
+    breaks = [(m.start(), m.end()) for m in _CLAUSE_PUNCT.finditer(doc.text, start, end)]
+    breaks += lexicon.clause_break.spans(doc, start, end)
+    for begin, finish in breaks:
+        if finish <= span[0]:
+            clause_start = max(clause_start, finish)
+        elif begin >= span[1]:
+            clause_end = min(clause_end, begin)
     return clause_start, clause_end
 
 
-def _negated(lexicon: _Lexicon, text: str, clause_start: int, at: int, units: _Units) -> bool:
-    """A negation word within three words before `at`, in the same clause."""
-    for match in lexicon.negation.finditer(text, clause_start, at):
-        if units.between(match.end(), at) <= 3.0:
+def _negated(lexicon: _Lexicon, doc: _Doc, clause_start: int, at: int, units: _Units) -> bool:
+    """A negation word within three words before `at`, in the same clause.
+
+    "does not work with checkpointing" negates the working, not the checkpointing: a negation
+    inside a `not_negation` phrase does not count.
+    """
+    blocked = lexicon.not_negation.spans(doc, clause_start, at)
+    for begin, end in lexicon.negation.spans(doc, clause_start, at):
+        if any(start <= begin < finish for start, finish in blocked):
+            continue
+        if units.between(end, at) <= 3.0:
             return True
     return False
 
 
 def _resolve(readings: list[Reading]) -> dict[str, Any]:
-    """One value per fact: the most confident reading wins; a tie between values drops it."""
-    best: dict[str, tuple[float, Any]] = {}
-    contested: set[str] = set()
+    """One value per fact: the most confident reading wins (readings come strongest first)."""
+    facts: dict[str, Any] = {}
     for reading in readings:
         if reading.confidence < USE_THRESHOLD:
             continue
         for key, value in reading.facts.items():
-            if key not in best:
-                best[key] = (reading.confidence, value)
-            elif best[key][1] != value and best[key][0] - reading.confidence < 0.01:
-                contested.add(key)
-    return {k: v for k, (_, v) in best.items() if k not in contested}
+            facts.setdefault(key, value)
+    return facts
 
 
 # ---------------------------------------------------------------------------- questions
@@ -376,29 +454,23 @@ def _is_question(lexicon: _Lexicon, text: str) -> bool:
         return True
     if len(stripped) > 300:  # a paragraph about a setup, not a question
         return False
-    return bool(lexicon.question_start.match(stripped) or lexicon.question.search(stripped))
+    doc = _Doc(stripped)
+    return lexicon.question_start.first(doc) == 0 or bool(lexicon.question.spans(doc))
 
 
-def _intent(lexicon: _Lexicon, text: str) -> Intent | None:
+def _intent(lexicon: _Lexicon, doc: _Doc) -> Intent | None:
     topics: list[tuple[int, str, str, Mapping[str, Any]]] = []
-    for topic_id, fix_id, on, regex in lexicon.topics:
-        match = regex.search(text)
-        if match:
-            topics.append((match.start(), topic_id, fix_id, on))
+    for topic_id, fix_id, on, words in lexicon.topics:
+        at = words.first(doc)
+        if at is not None:
+            topics.append((at, topic_id, fix_id, on))
     if not topics:
         return None
     topics.sort()
-    aspect = None
-    for aspect_id, regex in lexicon.aspects:
-        if regex.search(text):
-            aspect = aspect_id
-            break
-    if aspect == "difference" and len(topics) < 2:
-        aspect = None  # "which is better" about one fix: fall back to what it does
-        for aspect_id, regex in lexicon.aspects:
-            if aspect_id != "difference" and regex.search(text):
-                aspect = aspect_id
-                break
+    found = [aspect_id for aspect_id, words in lexicon.aspects if words.spans(doc)]
+    if len(topics) < 2:  # "which is better" about one fix: not a comparison
+        found = [a for a in found if a != "difference"]
+    aspect = found[0] if found else None
     on: dict[str, Any] = {}
     for _, _, _, facts in topics:
         on.update(facts)
