@@ -28,11 +28,13 @@ def load_corpus():
     return sentences, questions
 
 
-def rank(kb, text: str | None) -> list[str]:
+def rank(kb, text: str | None, family: str = "unfinished_reduction") -> list[str]:
+    """The causes ranked for the error `family` (what the thread's error message says; the tool
+    reads that itself) and the facts read from `text` (what this measures)."""
     from ddp_doctor.engine import rank_causes
     from ddp_doctor.understand import understand
 
-    facts = {"family": "unfinished_reduction"}
+    facts = {"family": family}
     if text is not None:
         facts.update(understand(kb, text).facts)
     return [r.id for r in rank_causes(kb, facts)]
@@ -45,8 +47,9 @@ def measure(kb, sentences, questions) -> dict:
     counts: dict = defaultdict(lambda: defaultdict(int))
     misses = []
     for item in sentences:
-        ranked = rank(kb, item["text"])
-        baseline = rank(kb, None)
+        family = item.get("family", "unfinished_reduction")
+        ranked = rank(kb, item["text"], family)
+        baseline = rank(kb, None, family)
         for key in ((item["lang"], item["split"]), (item["lang"], "all")):
             row = counts[key]
             row["n"] += 1

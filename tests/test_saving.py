@@ -62,10 +62,15 @@ def to_the_save_prompt(child, lang: str, with_paste: bool = False) -> None:
         child.send("\r")
 
 
+FOLLOW_UP = ["Enter alone leaves", "直接按回车退出"]  # the session's last prompt (follow-ups)
+
+
 def finish(child) -> tuple[int, str]:
     import pexpect
 
-    child.expect(pexpect.EOF)
+    if child.expect([pexpect.EOF, *FOLLOW_UP]) != 0:
+        child.send("\r")  # Enter alone leaves the follow-up prompt
+        child.expect(pexpect.EOF)
     child.close()
     return child.exitstatus, ANSI.sub("", child.logfile_read.getvalue())
 

@@ -161,7 +161,7 @@ def _phrase(entry: str) -> _Phrase:
     return _Phrase(
         squeezed="".join(low.split()),
         words=len(low.split()),
-        word_start=_is_word(low[0]),
+        word_start=_is_word(low[0]) and not low.startswith("n't"),  # "doesn't" ends in n't
         word_end=_is_word(low[-1]),
         plural=len(low) >= 3 and low[-3:].isascii() and low[-3:].isalpha(),
     )
@@ -427,7 +427,7 @@ def _negated(lexicon: _Lexicon, doc: _Doc, clause_start: int, at: int, units: _U
     """
     blocked = lexicon.not_negation.spans(doc, clause_start, at)
     for begin, end in lexicon.negation.spans(doc, clause_start, at):
-        if any(start <= begin < finish for start, finish in blocked):
+        if any(start < end and begin < finish for start, finish in blocked):  # overlap
             continue
         if units.between(end, at) <= 3.0:
             return True
