@@ -181,3 +181,17 @@ def test_phrases_match_whole_latin_words_and_ignore_spaces():
         "两次 backward", "两次 backward"
     )
     assert find_phrase("several branches", "branch") == [(8, 16)]  # plural
+
+
+def test_a_lexicon_regex_passes_the_backtracking_check():
+    """'re:' entries are regexes like any other in the rules: a nested repeat is refused."""
+    import yaml
+
+    from wizard.kb import builtin_rules_dir
+    from wizard.rules_check import check_rules
+
+    data = yaml.safe_load((builtin_rules_dir() / "lexicon.yaml").read_text(encoding="utf-8"))
+    assert check_rules("lexicon", data) is None
+    data["terms"][0]["match"].append("re:(a+)+b")
+    problem = check_rules("lexicon", data)
+    assert problem is not None and "catastrophic backtracking" in problem[1]

@@ -93,7 +93,10 @@ def _walk(value: Any, schema: dict, path: tuple, defs: dict, regexes: list) -> P
             return path, f"{_describe(path)}: must not be empty"
         if "pattern" in schema and not re.search(schema["pattern"], value):
             return path, f"{_describe(path)}: {value!r} is not a valid id (a-z, 0-9, _)"
-        if schema.get("format") == "regex":
+        fmt = schema.get("format")
+        if fmt == "lexicon_entry" and value.startswith("re:"):  # lexicon.yaml: 're:' is a regex
+            fmt, value = "regex", value[3:]
+        if fmt == "regex":
             try:
                 re.compile(value)
             except re.error as exc:
