@@ -18,9 +18,12 @@ SENTENCES, QUESTIONS = bench.load_corpus()
 
 def test_every_item_names_its_source_and_a_known_cause():
     causes = {c.id for c in KB.causes}
+    families = {f.id for f in KB.families}
+    assert len(SENTENCES) >= 150 and len(QUESTIONS) >= 40
     for item in SENTENCES:
         assert item["source"].startswith("https://"), item
         assert item["cause"] in causes, item
+        assert item.get("family", "unfinished_reduction") in families, item
         assert item["split"] in ("dev", "held_out") and item["lang"] in ("en", "zh")
     for item in QUESTIONS:
         assert item["source"].startswith("https://") and item["fix"] in KB.fixes, item
@@ -38,12 +41,16 @@ def measured():
     return bench.measure(KB, SENTENCES, QUESTIONS)
 
 
-@pytest.mark.parametrize(("lang", "floor"), [("en", 0.85), ("zh", 0.8)])
-def test_top_two_does_not_fall(measured, lang, floor):
-    row = measured["sentences"][(lang, "all")]
+# measured (bench/TEXT.md): en all 90%, held-out 80%; zh all 95%, held-out 91%
+@pytest.mark.parametrize(
+    ("lang", "split", "floor"),
+    [("en", "all", 0.88), ("en", "held_out", 0.78), ("zh", "all", 0.9), ("zh", "held_out", 0.85)],
+)
+def test_top_two_does_not_fall(measured, lang, split, floor):
+    row = measured["sentences"][(lang, split)]
     assert row["top2"] / row["n"] >= floor
 
 
 def test_questions_are_answered_from_the_right_entry(measured):
     row = measured["questions"]["all"]
-    assert row["answered"] / row["n"] >= 0.85
+    assert row["answered"] / row["n"] >= 0.9  # measured 95%
