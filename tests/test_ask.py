@@ -85,3 +85,12 @@ def test_a_wrong_reading_is_visible_with_its_words():
     reading = next(u for u in data["understood"] if u["reading"] == "backward_many")
     assert reading["negated"] and reading["facts"] == {"backward_calls": "one"}
     assert reading["quote"] == "backward twice"
+
+
+def test_a_negated_reading_is_shown_as_negated():
+    """ "没有冻结" must not be echoed back as "冻结了某些层": the wrong reading would look right."""
+    out = ask("我在一个循环里调用了两次 backward，没有冻结").stdout.decode("utf-8")
+    assert "不是这样：冻结了某些层" in out
+    assert "- 冻结了某些层" not in out
+    out = ask("I don't use checkpointing").stdout.decode("utf-8")
+    assert "not the case: gradient checkpointing is on" in out

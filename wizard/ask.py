@@ -183,9 +183,8 @@ def understood_lines(kb, understood: Understanding, lang: str) -> list[str]:
 
     lines = []
     for reading in understood.used:
-        lines.append(
-            tr(kb, "ask_understood_item", lang, says=reading.says.get(lang), quote=reading.quote)
-        )
+        key = "ask_negated_item" if reading.negated else "ask_understood_item"
+        lines.append(tr(kb, key, lang, says=reading.says.get(lang), quote=reading.quote))
     for reading in understood.guesses:
         lines.append(
             tr(kb, "ask_guess_item", lang, says=reading.says.get(lang), quote=reading.quote)
