@@ -94,3 +94,11 @@ def test_a_negated_reading_is_shown_as_negated():
     assert "- 冻结了某些层" not in out
     out = ask("I don't use checkpointing").stdout.decode("utf-8")
     assert "not the case: gradient checkpointing is on" in out
+
+
+def test_still_fails_cites_the_measured_failures():
+    """'Why does it still fail with X?' shows what tests/ddp measured X failing on, per scenario."""
+    out = ask("why does it still fail with find_unused_parameters=True?").stdout.decode("utf-8")
+    assert "measured on real DDP" in out and "(scenario `" in out
+    assert "fixes.yaml › find_unused_parameters › outcomes" in out
+    assert "works, the parameters equal" not in out  # only the failures here

@@ -91,6 +91,7 @@ def build_answer(
             parts += _snippet(kb, fix, lang, framework)
         elif aspect == "still_fails":
             parts += _texts(kb, fix, lang, title, ("warning", "why"))
+            parts += _outcomes(kb, fix, lang, failures_only=True)
         else:  # why, difference, or nothing more specific: what it does and what it costs
             parts += _texts(kb, fix, lang, title, ("why", "cost"))
     if aspect == "still_fails":
@@ -121,21 +122,33 @@ def _texts(kb, fix, lang: str, title: str, fields: tuple[str, ...]) -> list[Part
     return parts
 
 
-def _outcomes(kb, fix, lang: str) -> list[Part]:
-    """Measured outcomes of the fix per cause, when the rules carry them (fixes.yaml `outcomes`)."""
+def _outcomes(kb, fix, lang: str, failures_only: bool = False) -> list[Part]:
+    """Measured outcomes of the fix per cause (fixes.yaml `outcomes`, from tests/ddp): failures
+    first, each naming its scenario; only the failures when the user says it still fails."""
     from .i18n import tr
 
+    order = {"error": 0, "wrong": 1, "works": 2}
     lines = []
-    for outcome in getattr(fix, "outcomes", ()) or ():
-        cause = kb.cause(getattr(outcome, "cause", ""))
-        result = getattr(outcome, "result", "")
-        if cause is None or not result:
+    for outcome in sorted(fix.outcomes, key=lambda o: order.get(o.result, 3)):
+        cause = kb.cause(outcome.cause)
+        if cause is None or outcome.result not in order:
             continue
-        note = getattr(outcome, "note", None)
-        line = tr(kb, f"answer_outcome_{result}", lang, cause=cause.title.get(lang))
-        if isinstance(note, Text):
-            line += " " + note.get(lang)
-        lines.append("- " + line)
+        if failures_only and outcome.result == "works":
+            continue
+        said = tr(kb, f"answer_outcome_{outcome.result}", lang, cause=cause.title.get(lang))
+        if outcome.note is not None:
+            line = tr(
+                kb,
+                "answer_outcome_line_note",
+                lang,
+                outcome=said,
+                note=outcome.note.get(lang),
+                scenario=outcome.scenario,
+            )
+        else:
+            line = tr(kb, "answer_outcome_line", lang, outcome=said, scenario=outcome.scenario)
+        if line not in lines:
+            lines.append(line)
     if not lines:
         return []
     heading = tr(kb, "answer_measured", lang, title=fix.title.get(lang))
