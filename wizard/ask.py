@@ -16,9 +16,6 @@ from typing import Any
 from .kb import KnowledgeBase, Text
 from .understand import Understanding, text_lang
 
-DEFAULT_FAMILY = "unfinished_reduction"  # the error this tool is about
-
-
 # ---------------------------------------------------------------------------- language
 
 
@@ -95,10 +92,11 @@ def build_answer(
         else:  # why, difference, or nothing more specific: what it does and what it costs
             parts += _texts(kb, fix, lang, title, ("why", "cost"))
     if aspect == "still_fails":
-        from .engine import rank_causes
+        from .engine import rank_causes, settings
+        from .interview import default_family
 
-        ranked = rank_causes(kb, {"family": DEFAULT_FAMILY, **facts, **intent.on_facts})
-        causes = ranked[:3]
+        ranked = rank_causes(kb, {"family": default_family(kb), **facts, **intent.on_facts})
+        causes = ranked[: settings(kb)["shown_causes"]]
     return Answer(understood.text, intent.fixes, aspect, tuple(parts), framework, causes)
 
 

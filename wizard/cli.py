@@ -199,6 +199,7 @@ def cmd_ask(kb, args, lang: str) -> int:
 
     from . import ask
     from .engine import diagnose, next_question
+    from .interview import default_family
     from .understand import understand
 
     lang = ask.choose_lang(getattr(args, "lang", None), args.text)
@@ -224,7 +225,7 @@ def cmd_ask(kb, args, lang: str) -> int:
 
             sys.stdout.write(tr(kb, "ask_nothing_understood", lang) + "\n")
         return ExitCode.NO_ERROR_FOUND
-    facts.setdefault("family", ask.DEFAULT_FAMILY)
+    facts.setdefault("family", default_family(kb))
     diagnosis = diagnose(kb, result, facts)
     modules = result.unused_modules if result else ()
     upcoming = next_question(kb, diagnosis.facts, [], modules, 0)

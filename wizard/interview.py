@@ -14,7 +14,10 @@ from typing import Any
 from . import engine
 from .engine import AskedQuestion
 
-DEFAULT_FAMILY = "unfinished_reduction"  # the error this tool is about, when nothing was pasted
+
+def default_family(kb) -> str:
+    """The error assumed when nothing was pasted (causes.yaml `engine: default_family`)."""
+    return kb.engine["default_family"]
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ class Interview:
         if triage is not None and triage.findings:
             facts = dict(triage.facts)
         else:
-            facts = {"family": DEFAULT_FAMILY}
+            facts = {"family": default_family(kb)}
         modules = tuple(triage.unused_modules) if triage is not None else ()
         return cls(kb, facts, modules, triage, paste, paste_path)
 

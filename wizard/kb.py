@@ -82,6 +82,7 @@ class Family:
     facts: tuple[FactRule, ...]
     positive: tuple[Example, ...]
     negative: tuple[Example, ...]
+    tip: str | None = None  # a message key `run` shows after a job that ends well
 
 
 @dataclass(frozen=True)
@@ -465,6 +466,25 @@ def _check_references(raw: dict[str, Any], rules_dirs: list[str]) -> None:
                     line,
                     f"cause {cause['id']!r} names unknown fix {fix_id!r}",
                 )
+    _check_settings_references(raw, rules_dirs)
+
+
+def _check_settings_references(raw: dict[str, Any], rules_dirs: list[str]) -> None:
+    """A family's `tip` names a message; the engine's `default_family` names a family."""
+    families = raw.get("families", [])
+    for index, family in enumerate(families):
+        tip = family.get("tip")
+        if tip is not None and tip not in raw["messages"]:
+            path = _find_file(rules_dirs, "signatures.yaml") or "signatures.yaml"
+            line = _line_of(path, ("families", index, "tip"))
+            raise RulesError(
+                path, line, f"family {family['id']!r}: tip names unknown message {tip!r}"
+            )
+    default = raw.get("engine", {}).get("default_family")
+    if default is not None and default not in {f["id"] for f in families}:
+        path = _find_file(rules_dirs, "causes.yaml") or "causes.yaml"
+        line = _line_of(path, ("engine", "default_family"))
+        raise RulesError(path, line, f"engine: default_family names unknown family {default!r}")
 
 
 def _locate_fix(rules_dirs: list[str], fix_id: str, inside: tuple) -> tuple[str, int | None]:
@@ -586,6 +606,7 @@ def _family(raw: dict[str, Any]) -> Family:
         facts=tuple(_fact_rule(r) for r in raw.get("facts", [])),
         positive=_examples(examples.get("positive")),
         negative=_examples(examples.get("negative")),
+        tip=raw.get("tip"),
     )
 
 

@@ -129,6 +129,7 @@ def build_report(kb: KnowledgeBase, diagnosis: Diagnosis, lang: str) -> Report:
         for rc in diagnosis.causes[:shown]
     )
     shown_fixes = kb.engine.get("shown_fixes", 4)
+    shown_diagnostics = kb.engine["shown_diagnostics"]
     return Report(
         lang=lang,
         diagnosis=diagnosis,
@@ -136,7 +137,9 @@ def build_report(kb: KnowledgeBase, diagnosis: Diagnosis, lang: str) -> Report:
         family_summary=family.summary.get(lang) if family else None,
         causes=causes,
         fixes=tuple(fix_view(f, diagnosis, lang) for f in diagnosis.fixes[:shown_fixes]),
-        diagnostics=tuple(fix_view(f, diagnosis, lang) for f in diagnosis.diagnostics[:3]),
+        diagnostics=tuple(
+            fix_view(f, diagnosis, lang) for f in diagnosis.diagnostics[:shown_diagnostics]
+        ),
         warnings=tuple(fix_view(f, diagnosis, lang) for f in diagnosis.avoided),
         notes=tuple(_notes(kb, diagnosis, lang)),
     )

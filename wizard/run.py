@@ -14,7 +14,8 @@ a terminal, so a program that colours only terminals prints plain text under the
 A streaming `Scanner` per stream watches the same bytes; memory stays bounded by the
 scanner's windows plus one scan batch, whatever the length of the log.
 
-When the job ends: exit code 0 -> nothing extra (a one-line tip if DDP warned that
+When the job ends: exit code 0 -> nothing extra (a one-line tip, the family's `tip` in
+signatures.yaml, if DDP warned for example that
 `find_unused_parameters=True` found nothing); non-zero with a known DDP error -> the
 diagnosis on stderr after the job's output; non-zero otherwise -> one line saying so. The
 wrapper exits with the job's exit code, a job killed by signal N giving 128+N as in a shell.
@@ -64,7 +65,6 @@ STDOUT_SOURCE = "stdout"
 STDERR_SOURCE = "stderr"
 MERGED_SOURCE = "output"  # stdout and stderr go to one file, through one pipe
 WARNING_SEVERITY = "warning"
-UNUSED_FLAG_WARNING = "unused_params_warning"
 
 
 # ---------------------------------------------------------------------------- environment
@@ -324,6 +324,16 @@ def known_errors(kb, result: TriageResult) -> list:
     return errors
 
 
+def _tips(kb, result: TriageResult) -> list[str]:
+    """The message keys of the `tip`s of the families found (signatures.yaml), once each."""
+    tips = []
+    for finding in result.findings:
+        family = kb.family(finding.family)
+        if family is not None and family.tip and family.tip not in tips:
+            tips.append(family.tip)
+    return tips
+
+
 def report(
     kb,
     outcome: RunOutcome,
@@ -338,8 +348,8 @@ def report(
     explained = failed and bool(known_errors(kb, outcome.result))
     diagnosis = diagnose(kb, outcome.result) if explained or report_path else None
     unexplained = failed and outcome.interrupted_by is None and not outcome.reader_left
-    warned = any(f.family == UNUSED_FLAG_WARNING for f in outcome.result.findings)
-    tip = warned and not explained and not outcome.reader_left
+    tips = _tips(kb, outcome.result)
+    tip = bool(tips) and not explained and not outcome.reader_left
     if (explained or unexplained or tip) and outcome.ended_mid_line:
         sys.stderr.write("\n")  # after a progress bar's `\r`, start on a line of our own
     if explained:
@@ -347,7 +357,8 @@ def report(
     elif unexplained:
         _say(tr(kb, "run_no_known_error", lang, code=outcome.job_exit_code))
     if tip:
-        _say(tr(kb, "run_unused_flag_tip", lang))
+        for key in tips:
+            _say(tr(kb, key, lang))
     if report_path:
         _write_report(kb, diagnosis, outcome, argv, lang, report_path)
     sys.stderr.flush()
