@@ -93,9 +93,10 @@ def build_answer(
             parts += _texts(kb, fix, lang, title, ("why", "cost"))
     if aspect == "still_fails":
         from .engine import rank_causes, settings
-        from .interview import default_family
 
-        ranked = rank_causes(kb, {"family": default_family(kb), **facts, **intent.on_facts})
+        ranked = rank_causes(
+            kb, {"family": settings(kb)["default_family"], **facts, **intent.on_facts}
+        )
         causes = ranked[: settings(kb)["shown_causes"]]
     return Answer(understood.text, intent.fixes, aspect, tuple(parts), framework, causes)
 
