@@ -72,8 +72,20 @@ COLUMNS = {
     "zh": ("场景", "修复", "结果"),
 }
 RESULT_WORDS = {
-    "en": {"works": "works", "error": "error", "wrong": "WRONG", None: "not measured"},
-    "zh": {"works": "有效", "error": "报错", "wrong": "错误", None: "未实测"},
+    "en": {
+        "works": "works",
+        "error": "error",
+        "wrong": "WRONG",
+        "n/a": "does not apply (no such code here)",
+        None: "not measured",
+    },
+    "zh": {
+        "works": "有效",
+        "error": "报错",
+        "wrong": "错误",
+        "n/a": "不适用（这里没有对应代码）",
+        None: "未实测",
+    },
 }
 NOT_COVERED_HEADER = {
     "en": "Causes with no case of their own here, and why:",
@@ -139,7 +151,7 @@ def result_cell(measured: dict, case_: matrix.Case, fix_id: str, lang: str) -> s
     for scenario, applied in jobs:
         record = measured.get(matrix.measure_key(scenario, applied))
         word = RESULT_WORDS[lang][record["result"] if record else None]
-        detail = (record or {}).get("detail", "")
+        detail = (record or {}).get("detail", "") if (record or {}).get("result") != "n/a" else ""
         text = f"{word} ({detail})" if detail else word
         if applied != matrix.applied_path(case_.base, fix_id):
             text = f"`{applied}`: {text}"
@@ -188,32 +200,43 @@ def jobs_to_measure(table: dict) -> set[tuple[str, str | None]]:
     return jobs
 
 
-def measure(table: dict) -> dict:
+def measure(table: dict, again: bool = False) -> dict:
+    """Run every job the document needs that has no record yet (all of them with
+    `again`), two at a time; a job the scenario has no code for is recorded as n/a."""
     import harness
     import torch
+    from test_fix_matrix import implemented
 
+    measured = {} if again else dict(matrix.load_measured())
+    measured["_meta"] = {"torch": torch.__version__.split("+")[0], "steps": harness.STEPS}
     jobs = sorted(jobs_to_measure(table), key=lambda j: (j[0], j[1] or ""))
-    futures = {job: harness.submit(job[0], job[1]) for job in jobs}
-    measured = {
-        "_meta": {"torch": torch.__version__.split("+")[0], "steps": harness.STEPS},
-    }
+    todo = [j for j in jobs if matrix.measure_key(*j) not in measured]
+    futures = {}
+    for scenario, applied in todo:
+        if not implemented(scenario, applied):
+            measured[matrix.measure_key(scenario, applied)] = {
+                "result": "n/a",
+                "detail": "the scenario has no code for it",
+            }
+            continue
+        futures[(scenario, applied)] = harness.submit(scenario, applied)
     for (scenario, applied), future in futures.items():
-        result = future.result()
-        outcome, detail = harness.verdict(scenario, applied, result)
+        outcome, detail = harness.verdict(scenario, applied, future.result())
         measured[matrix.measure_key(scenario, applied)] = {"result": outcome, "detail": detail}
-        print(f"{scenario:34} {applied or 'none':55} {outcome:6} {detail[:60]}", flush=True)
+        print(f"{scenario:34} {applied:55} {outcome:6} {detail[:60]}", flush=True)
     return measured
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--check", action="store_true", help="exit 1 if the document is stale")
-    p.add_argument("--measure", action="store_true", help="run the DDP jobs (needs torch)")
+    p.add_argument("--measure", action="store_true", help="run missing DDP jobs (needs torch)")
+    p.add_argument("--again", action="store_true", help="with --measure: every job again")
     args = p.parse_args(argv)
     if args.measure:
         with tempfile.TemporaryDirectory() as tmp:
             table = path_advice(Path(tmp))
-        measured = measure(table)
+        measured = measure(table, args.again)
         text = json.dumps(measured, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
         matrix.MEASURED.write_text(text, encoding="utf-8")
     document = current_document()
