@@ -122,7 +122,11 @@ def test_cut_error_keeps_its_family_while_the_sentence_survives(data):
     shown = data.draw(decorated(text))
     result = triage_text(KB, shown)
     if family is not None:
-        assert family in {f.family for f in result.findings}, shown[:2000]
+        accepted = {family}
+        if "This error indicates that your training graph" in text:
+            # the static-graph form of the same sentence belongs to static_graph_changed
+            accepted.add("static_graph_changed")
+        assert accepted & {f.family for f in result.findings}, shown[:2000]
 
 
 @pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
