@@ -27,5 +27,16 @@ def main():
         print(f"step {step} loss {loss.item():.4f}", flush=True)
 
 
+def probe_target():
+    """For `ddp-doctor probe examples/train_unused_module.py:probe_target`: the model and one
+    step, run on one process without DDP. step(model) returns the loss; it does not call
+    backward() (the probe does, and records which parameters get a gradient)."""
+
+    def step(model):
+        return model(torch.randn(4, 8)).pow(2).mean()
+
+    return Net(), step
+
+
 if __name__ == "__main__":
     main()

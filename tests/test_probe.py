@@ -255,10 +255,14 @@ def test_rendering_in_both_languages():
     report = probe(pm.make_ignored_output)
     english = report.render("en")
     assert "aux_head.weight" in english and "never reached" in english
-    assert "Unused modules: aux_head" in english
+    # forward calls aux_head, the loss ignores its output: not "never called"
+    assert "Called in `forward`, but the loss does not use their output: aux_head" in english
+    assert "Never called" not in english
     chinese = report.render("zh")
     assert "aux_head.weight" in chinese and "始终没有梯度" in chinese
-    assert "未使用的模块：aux_head" in chinese
+    assert "`forward` 中调用了，但损失没有用到它们的输出：aux_head" in chinese
+    uncalled = probe(pm.make_unused_module).render("en")
+    assert "Never called in `forward`: " in uncalled and "Called in" not in uncalled
     assert "Traceback" not in english + chinese
     ok = probe(pm.make_clean).render("en")
     assert ok.startswith("OK: all 4 trainable parameters")
@@ -296,7 +300,7 @@ def test_confirmed_by_single_process_ddp():
 @torch_test
 def test_a_ddp_wrapped_model_is_refused():
     import torch.distributed as dist
-    from ddp_doctor.probe import _free_port
+    from ddp_doctor.probe_core import _free_port
     from torch.nn.parallel import DistributedDataParallel
 
     dist.init_process_group(
@@ -329,7 +333,9 @@ def test_importing_the_probe_imports_neither_torch_nor_rich():
 
 
 def test_every_probe_message_key_exists_with_matching_placeholders(kb):
-    source = (ROOT / "wizard" / "probe.py").read_text(encoding="utf-8")
+    source = "".join(
+        path.read_text(encoding="utf-8") for path in sorted((ROOT / "wizard").glob("probe*.py"))
+    )
     used = set(re.findall(r'"(probe_[a-z_]+)"', source))
     assert used <= set(kb.messages), used - set(kb.messages)
     formatter = string.Formatter()

@@ -105,7 +105,9 @@ def build_parser(texts: Texts | None = None) -> argparse.ArgumentParser:
 
     probe = command("probe")
     probe.add_argument("target", help="cli_help_probe_target")
-    probe.add_argument("--steps", type=int, default=3, metavar="N", help="cli_help_probe_steps")
+    probe.add_argument(
+        "--steps", type=_positive_int(texts), default=3, metavar="N", help="cli_help_probe_steps"
+    )
     probe.add_argument("--confirm-ddp", action="store_true", help="cli_help_confirm_ddp")
     _common(probe, top=False)
     return parser
@@ -372,7 +374,13 @@ def cmd_probe(kb, args, lang: str) -> int:
     from .probe import run_probe_command
 
     return run_probe_command(
-        args.target, args.steps, lang, _wants_json(args), kb, confirm_with_ddp=args.confirm_ddp
+        args.target,
+        args.steps,
+        lang,
+        _wants_json(args),
+        kb,
+        confirm_with_ddp=args.confirm_ddp,
+        fmt=_format(args, sys.stdout),
     )
 
 
