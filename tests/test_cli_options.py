@@ -115,7 +115,7 @@ def test_help_follows_a_chinese_locale():
         (("--lang", "zh", "--format", "xml", "triage"), "无效的取值"),
         (("--lang", "zh", "triage", "--bogus"), "无法识别"),
         (("ask", "--lang", "zh"), "缺少必需的输入项"),
-        (("--lang", "zh", "probe", "--steps", "x", "m:f"), "无效的 int 值"),
+        (("--lang", "zh", "probe", "--steps", "x", "m:f"), "不是整数"),
         (("--lang", "zh", "--answers", "a.yaml", "triage"), "只用于问答诊断"),
     ],
 )
