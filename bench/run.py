@@ -79,7 +79,12 @@ def make_env(workdir: Path, in_place: bool) -> Env:
         check=True,
     ).stdout.strip()
     # the dependencies, from the interpreter running the benchmark (see the module docstring)
-    Path(purelib, "zz_bench_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # (every site-packages folder: a venv made with --system-site-packages keeps them there;
+    # folders listed in a .pth are only added to sys.path, their own .pth files never run)
+    import site
+
+    folders = dict.fromkeys([sysconfig.get_paths()["purelib"], *site.getsitepackages()])
+    Path(purelib, "zz_bench_deps.pth").write_text("".join(f"{f}\n" for f in folders))
     return Env(python, str(venv / "bin" / "ddp-doctor"), environ)
 
 
