@@ -11,12 +11,12 @@ import ast
 import configparser
 import re
 import subprocess
-from dataclasses import replace
 
 import pytest
 import yaml
 from ddp_doctor import engine
 from ddp_doctor.kb import load
+from ddp_doctor.record import replace
 from ddp_doctor.render import fix_view
 from ddp_doctor.triage import triage_text
 

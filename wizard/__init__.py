@@ -11,9 +11,12 @@ line, the rules engine, the renderer) may change between releases.
 
 from __future__ import annotations
 
-from typing import Any
-
 from .version import __version__
+
+# typing is only read by type checkers: importing it costs start-up time
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["__version__", "find_unused_parameters", "ProbeReport", "ProbeError"]
 

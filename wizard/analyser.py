@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
 from .kb import Extractor, Family, KnowledgeBase
 from .normalise import Line, clean_lines, collapse_space
+from .record import field, record
+
+# typing is only read by type checkers: importing it costs start-up time
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 BLOCK_LINES = 40  # lines after an anchor that can still belong to the same message
 # lines after the anchor line searched for them (other ranks' lines in between are skipped);
@@ -30,7 +34,7 @@ _CARETS = re.compile(r"^\s*[~^]+\s*$")
 _CONTEXT_FIELDS = ("ranks", "torch_version")
 
 
-@dataclass(frozen=True)
+@record
 class UserFrame:
     """A traceback frame in the user's own code."""
 
@@ -40,7 +44,7 @@ class UserFrame:
     code: str
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     """One DDP error found in a log, with what it reveals."""
 

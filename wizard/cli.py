@@ -11,12 +11,16 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import IO
 
 from .cliparser import Parser, Texts, lang_from_argv
 from .errors import ExitCode, UserError
 from .inputs import DEFAULT_MAX_BYTES, read_sources
 from .version import __version__
+
+# typing is only read by type checkers: importing it costs start-up time
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO
 
 FORMATS = ("auto", "rich", "markdown", "text", "json")
 
@@ -58,7 +62,9 @@ def _positive_int(texts: Texts):
 SESSION_OPTIONS = ("answers", "paste", "save")
 
 
-def build_parser(texts: Texts | None = None) -> argparse.ArgumentParser:
+def build_parser(texts: Texts | None = None, only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with `only`, the one sub-command the command line starts with (building
+    all of them costs more start-up time than a `triage --json` run needs for the rest)."""
     texts = texts or Texts("en")
     parser = Parser(
         prog="ddp-doctor", description="cli_description", epilog="cli_epilog", texts=texts
@@ -72,10 +78,25 @@ def build_parser(texts: Texts | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--save", metavar="FILE", help="cli_help_save")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    def command(name: str) -> argparse.ArgumentParser:
+    def command(name: str) -> argparse.ArgumentParser | None:
+        if only is not None and name != only:
+            return None
         return sub.add_parser(name, help=f"cli_cmd_{name}", texts=texts)
 
-    triage = command("triage")
+    if triage := command("triage"):
+        _triage_options(triage, texts)
+    if ask := command("ask"):
+        _ask_options(ask)
+    if questions := command("questions"):
+        _common(questions, top=False)
+    if run := command("run"):
+        _run_options(run)
+    if probe := command("probe"):
+        _probe_options(probe)
+    return parser
+
+
+def _triage_options(triage: argparse.ArgumentParser, texts: Texts) -> None:
     triage.add_argument("files", nargs="*", metavar="FILE", help="cli_help_files")
     triage.add_argument(
         "--max-bytes",
@@ -86,37 +107,38 @@ def build_parser(texts: Texts | None = None) -> argparse.ArgumentParser:
     )
     _common(triage, top=False)
 
-    ask = command("ask")
+
+def _ask_options(ask: argparse.ArgumentParser) -> None:
     ask.add_argument("text", help="cli_help_ask_text")
     ask.add_argument(
         "--paste", metavar="FILE", help="cli_help_ask_paste", default=argparse.SUPPRESS
     )
     _common(ask, top=False)
 
-    questions = command("questions")
-    _common(questions, top=False)
 
-    run = command("run")
+def _run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--report", metavar="FILE", help="cli_help_run_report")
     _common(run, top=False)
     run.add_argument(
         "argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="cli_help_run_argv"
     )
 
-    probe = command("probe")
+
+def _probe_options(probe: argparse.ArgumentParser) -> None:
     probe.add_argument("target", help="cli_help_probe_target")
     probe.add_argument(
         "--steps", type=_positive_int(texts), default=3, metavar="N", help="cli_help_probe_steps"
     )
     probe.add_argument("--confirm-ddp", action="store_true", help="cli_help_confirm_ddp")
     _common(probe, top=False)
-    return parser
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """Parse the command line; --help and usage errors speak the user's language."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(Texts(lang_from_argv(argv)))
+    # a command line that starts with its command parses the same with that sub-parser alone
+    only = argv[0] if argv and argv[0] in COMMANDS else None
+    parser = build_parser(Texts(lang_from_argv(argv)), only)
     args = parser.parse_args(argv)
     if args.command is not None:
         for name in SESSION_OPTIONS:

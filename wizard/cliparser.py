@@ -14,8 +14,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import sys
 from collections.abc import Iterator, Sequence
-from typing import Any
+
+# typing is only read by type checkers: importing it costs start-up time
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ARGPARSE_PREFIX = "argparse_"
 HELP_PREFIX = "cli_"
@@ -126,6 +132,20 @@ class HelpFormatter(argparse.HelpFormatter):
         super().add_text(self._translate(text))
 
 
+def _terminal_width() -> int:
+    """What `shutil.get_terminal_size().columns` says: $COLUMNS, the terminal, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose help and errors are in `texts.lang`."""
 
@@ -134,7 +154,9 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def _get_formatter(self) -> argparse.HelpFormatter:
-        formatter = HelpFormatter(prog=self.prog)
+        # the width given, so that argparse (which makes a formatter for every option it
+        # adds) never imports shutil, and bz2, lzma... with it, on every run
+        formatter = HelpFormatter(prog=self.prog, width=_terminal_width() - 2)
         formatter.texts = self.texts
         formatter._headings = []
         return formatter

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
 from .kb import Cause, Fix, KnowledgeBase, Option, Question, Text
+from .record import field, record
 from .triage import Finding, TriageResult
+
+# typing is only read by type checkers: importing it costs start-up time
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_SETTINGS = {
     "lead_probability": 0.6,  # one cause "clearly leads" above this ...
@@ -64,7 +68,7 @@ def _value_holds(known: bool, value: Any, expected: Any) -> bool:
 # ---------------------------------------------------------------------------- results
 
 
-@dataclass(frozen=True)
+@record
 class RankedCause:
     cause: Cause
     probability: float
@@ -76,7 +80,7 @@ class RankedCause:
         return self.cause.id
 
 
-@dataclass(frozen=True)
+@record
 class RankedFix:
     fix: Fix
     score: float
@@ -88,7 +92,7 @@ class RankedFix:
         return self.fix.id
 
 
-@dataclass(frozen=True)
+@record
 class AskedQuestion:
     """A question as put to the user: a rules question, instantiated for one module."""
 
@@ -101,7 +105,7 @@ class AskedQuestion:
         return self.question.options
 
 
-@dataclass(frozen=True)
+@record
 class Diagnosis:
     findings: tuple[Finding, ...]
     facts: Mapping[str, Any]

@@ -7,7 +7,11 @@ The codes a command cannot produce are simply never returned by it.
 from __future__ import annotations
 
 import enum
-from typing import Any
+
+# typing is only read by type checkers: importing it costs start-up time
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ExitCode(enum.IntEnum):

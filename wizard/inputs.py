@@ -11,9 +11,13 @@ import stat
 import sys
 import time
 from collections.abc import Sequence
-from typing import IO
 
 from .errors import ExitCode, UserError
+
+# typing is only read by type checkers: importing it costs start-up time
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO
 
 DEFAULT_MAX_BYTES = 4 << 30
 

@@ -15,14 +15,16 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
 
+from .record import field, record
 from .version import __version__
 
+# typing is only read by type checkers: importing it costs start-up time
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
 LANGS = ("en", "zh")
 RULE_FILES = ("signatures.yaml", "causes.yaml", "fixes.yaml", "questions.yaml", "lexicon.yaml")
@@ -40,7 +42,7 @@ class RulesError(Exception):
         super().__init__(f"{where}: {message}")
 
 
-@dataclass(frozen=True)
+@record
 class Text:
     """A user-facing text in both languages."""
 
@@ -51,7 +53,7 @@ class Text:
         return self.zh if lang == "zh" else self.en
 
 
-@dataclass(frozen=True)
+@record
 class Example:
     """A positive or negative example of a signature: inline text or a fixture file."""
 
@@ -59,7 +61,7 @@ class Example:
     file: str | None = None  # relative to tests/
 
 
-@dataclass(frozen=True)
+@record
 class FactRule:
     """A regex that sets facts when it matches: over an error message (a family's `facts`)
     or over the traceback around it (`hints`: framework, checkpointing...)."""
@@ -68,7 +70,7 @@ class FactRule:
     sets: Mapping[str, Any]
 
 
-@dataclass(frozen=True)
+@record
 class Family:
     """One error family: how to recognise it in a log and what it implies."""
 
@@ -85,7 +87,7 @@ class Family:
     tip: str | None = None  # a message key `run` shows after a job that ends well
 
 
-@dataclass(frozen=True)
+@record
 class Extractor:
     """A regex that pulls a value (ranks, parameter names, version) out of a message."""
 
@@ -94,7 +96,7 @@ class Extractor:
     split: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Note:
     """An observation about the pasted text, shown under the report when `when` holds."""
 
@@ -103,7 +105,7 @@ class Note:
     text: Text
 
 
-@dataclass(frozen=True)
+@record
 class Evidence:
     """A condition on the facts that raises (or lowers) a cause's score."""
 
@@ -112,7 +114,7 @@ class Evidence:
     reason: Text | None
 
 
-@dataclass(frozen=True)
+@record
 class Cause:
     """A root cause of the error, with the evidence for it and the fixes that cure it."""
 
@@ -124,7 +126,7 @@ class Cause:
     fixes: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Snippet:
     """The code of a fix for one framework."""
 
@@ -132,7 +134,7 @@ class Snippet:
     code: Text
 
 
-@dataclass(frozen=True)
+@record
 class Outcome:
     """What a fix measurably does for one cause on real DDP (a tests/ddp scenario)."""
 
@@ -143,7 +145,7 @@ class Outcome:
     note: Text | None  # required for error / wrong: the warning's reason
 
 
-@dataclass(frozen=True)
+@record
 class Fix:
     """A fix or a diagnostic step, with why it works and what it costs."""
 
@@ -159,7 +161,7 @@ class Fix:
     already_on: Mapping[str, Any] | None = None  # the text shows the fix is already applied
 
 
-@dataclass(frozen=True)
+@record
 class Option:
     """One answer to an interview question and the facts it sets."""
 
@@ -168,7 +170,7 @@ class Option:
     sets: Mapping[str, Any]
 
 
-@dataclass(frozen=True)
+@record
 class Question:
     """An interview question."""
 
@@ -184,7 +186,7 @@ class Question:
     options: tuple[Option, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Keyword:
     """Words in a free-text description that imply facts (`ddp-doctor ask`)."""
 
@@ -193,7 +195,7 @@ class Keyword:
     sets: Mapping[str, Any]
 
 
-@dataclass(frozen=True)
+@record
 class KnowledgeBase:
     """Everything the rules say, validated and frozen."""
 
@@ -425,14 +427,15 @@ def _line_of(path: str, where: tuple) -> int | None:
 # stray gap in Chinese ("梯度。 把它删掉"): drop a space that sits between two CJK characters
 # or full-width punctuation marks. Done once, before the rules are cached.
 _CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
-_CJK_GAP = re.compile(f"(?<=[{_CJK}]) (?=[{_CJK}])")
+# compiled on first use (a cache miss): its 24,000-character classes take ~10 ms to compile
+_CJK_GAP = f"(?<=[{_CJK}]) (?=[{_CJK}])"
 
 
 def _tidy_chinese(node: Any) -> Any:
     if isinstance(node, dict):
         return {
             key: (
-                _CJK_GAP.sub("", value)
+                re.sub(_CJK_GAP, "", value)
                 if key == "zh" and isinstance(value, str)
                 else _tidy_chinese(value)
             )
@@ -585,8 +588,38 @@ def _examples(items: list | None) -> tuple[Example, ...]:
     return tuple(Example(text=i.get("text"), file=i.get("file")) for i in items or [])
 
 
+class LazyPattern:
+    """A rules regex compiled the first time it is used.
+
+    A run uses a few of the rules' ~70 regexes (those of the families whose anchors the log
+    holds, the extractors, the hints), and compiling all of them costs more start-up time
+    than the rest of a `triage --json` run. After the first use, `search` & co. are the
+    compiled pattern's own bound methods, so matching costs nothing extra."""
+
+    _METHODS = ("search", "match", "fullmatch", "finditer", "findall", "sub", "split")
+
+    def __init__(self, pattern: str, flags: int = 0):
+        self.pattern, self.flags = pattern, flags
+
+    def __getattr__(self, name: str) -> Any:  # only for what is not set yet
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            compiled = re.compile(self.pattern, self.flags)
+        except re.error:  # rules_check compiled it before it was cached: a hand-edited cache
+            compiled = re.compile(r"(?!)")
+        for method in self._METHODS:
+            setattr(self, method, getattr(compiled, method))
+        self.groupindex = compiled.groupindex
+        self.groups = compiled.groups
+        return getattr(compiled, name)
+
+    def __repr__(self) -> str:
+        return f"LazyPattern({self.pattern!r})"
+
+
 def _compile(pattern: str) -> re.Pattern:
-    return re.compile(pattern, re.MULTILINE)
+    return LazyPattern(pattern, re.MULTILINE)  # type: ignore[return-value]
 
 
 def _fact_rule(raw: dict[str, Any]) -> FactRule:
@@ -681,7 +714,7 @@ def _keyword(raw: dict[str, Any]) -> Keyword:
     matches = raw["match"]
     return Keyword(
         substrings=tuple(m.lower() for m in matches if not m.startswith("re:")),
-        regexes=tuple(re.compile(m[3:], re.IGNORECASE) for m in matches if m.startswith("re:")),
+        regexes=tuple(LazyPattern(m[3:], re.IGNORECASE) for m in matches if m.startswith("re:")),
         sets=_frozen(raw["sets"]),
     )
 

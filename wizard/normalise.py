@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+
+from .record import record
 
 # ECMA-48 CSI sequences (colours, cursor moves) and OSC sequences (titles, hyperlinks).
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]?")
@@ -19,7 +20,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SPACE_RUN = re.compile(r"\s+")
 
 
-@dataclass(frozen=True)
+@record
 class Line:
     """One cleaned line of a log."""
 

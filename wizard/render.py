@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
-from typing import Any
 
 from .engine import Diagnosis, RankedFix, condition_holds
 from .i18n import tr
 from .kb import KnowledgeBase, Text
+from .record import record
 from .version import __version__
+
+# typing is only read by type checkers: importing it costs start-up time
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_VERSION = 1
 DEFAULT_MODULE = "aux_head"  # stands in for the user's module when the paste names none
@@ -24,7 +28,7 @@ DEFAULT_MODULE = "aux_head"  # stands in for the user's module when the paste na
 # ---------------------------------------------------------------------------- view model
 
 
-@dataclass(frozen=True)
+@record
 class FixView:
     id: str
     kind: str
@@ -39,7 +43,7 @@ class FixView:
     score: float
 
 
-@dataclass(frozen=True)
+@record
 class CauseView:
     id: str
     title: str
@@ -49,7 +53,7 @@ class CauseView:
     explanation: str
 
 
-@dataclass(frozen=True)
+@record
 class Report:
     lang: str
     diagnosis: Diagnosis
@@ -274,7 +278,7 @@ def to_markdown(kb: KnowledgeBase, report: Report) -> str:
 def grouped_findings(findings) -> list:
     """Findings that differ only by rank shown once with all their ranks (humans read
     "ranks 0, 1", scripts get one JSON entry per rank)."""
-    from dataclasses import replace
+    from .record import replace
 
     groups: dict[tuple, Any] = {}
     for f in findings:

@@ -25,7 +25,11 @@ from __future__ import annotations
 import json
 import os
 import stat
-from typing import Any
+
+# typing is only read by type checkers: importing it costs start-up time
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_BYTES = 32 << 20  # the built-in rules cache to ~300 KB
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)

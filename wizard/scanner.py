@@ -10,10 +10,16 @@ bounded by the block size plus the windows, whatever the log's size.
 from __future__ import annotations
 
 import os
-from typing import IO, Callable
 
 from .analyser import MESSAGE_LINES, Analyser, Finding
 from .kb import KnowledgeBase
+
+# typing is only read by type checkers: importing it costs start-up time
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Callable
+
+    Finder = Callable[[bytes], list[int]]  # where any key starts in a block of bytes
 
 BLOCK_SIZE = 4 << 20  # bytes read at a time
 CONTEXT_BEFORE = 48 << 10  # bytes kept before an anchor: the traceback that led to it
@@ -38,9 +44,6 @@ def _search_keys(kb: KnowledgeBase) -> tuple[bytes, ...]:
     """
     anchors = dict.fromkeys(a.encode("utf-8") for f in kb.families for a in f.anchors if a)
     return tuple(a for a in anchors if not any(b != a and b in a for b in anchors))
-
-
-Finder = Callable[[bytes], "list[int]"]
 
 
 def _pure_finder(keys: tuple[bytes, ...]) -> Finder:
@@ -378,13 +381,13 @@ class Scanner:
 
 
 def _with_occurrences(finding: Finding, count: int) -> Finding:
-    from dataclasses import replace
+    from .record import replace
 
     return replace(finding, occurrences=count)
 
 
 def _with_version(finding: Finding, version: str) -> Finding:
-    from dataclasses import replace
+    from .record import replace
 
     return finding if finding.torch_version else replace(finding, torch_version=version)
 

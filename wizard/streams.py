@@ -24,7 +24,8 @@ import io
 import os
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+
+from .record import field, record
 
 EXIT_OUTPUT = 3  # cli's "input or output file problem"; only used for a failing stdout
 
@@ -73,7 +74,7 @@ class _GuardedWriter(io.RawIOBase):
         return size
 
 
-@dataclass
+@record(frozen=False)
 class StreamGuard:
     closed_at_start: frozenset[int]
     writers: dict[str, _GuardedWriter] = field(default_factory=dict)

@@ -8,12 +8,16 @@ into findings. This module merges the findings of every source into one result.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
 
 from .analyser import Finding, UserFrame, facts_from_findings, group_modules, module_of
 from .kb import KnowledgeBase
+from .record import record
 from .scanner import MAX_FINDINGS, Scanner, scan_stream
+
+# typing is only read by type checkers: importing it costs start-up time
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "MAX_FINDINGS",
@@ -30,7 +34,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class TriageResult:
     """All findings of one triage, merged over its sources."""
 
