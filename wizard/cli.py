@@ -92,7 +92,7 @@ def build_parser(texts: Texts | None = None, only: str | None = None) -> argpars
     if run := command("run"):
         _run_options(run)
     if probe := command("probe"):
-        _probe_options(probe)
+        _probe_options(probe, texts)
     return parser
 
 
@@ -124,7 +124,7 @@ def _run_options(run: argparse.ArgumentParser) -> None:
     )
 
 
-def _probe_options(probe: argparse.ArgumentParser) -> None:
+def _probe_options(probe: argparse.ArgumentParser, texts: Texts) -> None:
     probe.add_argument("target", help="cli_help_probe_target")
     probe.add_argument(
         "--steps", type=_positive_int(texts), default=3, metavar="N", help="cli_help_probe_steps"
