@@ -92,9 +92,9 @@ def _fill(text: Text | None, lang: str, fields: dict[str, Any]) -> str | None:
         return template
 
 
-def fix_view(entry: RankedFix, diagnosis: Diagnosis, lang: str) -> FixView:
+def fix_view(entry: RankedFix, diagnosis: Diagnosis, lang: str, said: str = "") -> FixView:
     fix = entry.fix
-    fields = snippet_fields(diagnosis)
+    fields = {**snippet_fields(diagnosis), "said": said}
     framework = diagnosis.framework
     snippet = fix.snippets.get(framework)
     fallback = snippet is None
@@ -125,7 +125,7 @@ def build_report(kb: KnowledgeBase, diagnosis: Diagnosis, lang: str) -> Report:
             title=rc.cause.title.get(lang),
             probability=round(rc.probability, 3),
             log_odds=round(rc.score, 3),
-            reason=_fill(rc.reasons[0], lang, fields)
+            reason=_fill(rc.reasons[0], lang, {**fields, "said": _said(kb, rc, diagnosis, lang)})
             if rc.reasons
             else _first_sentence(rc.cause.explanation.get(lang)),
             explanation=rc.cause.explanation.get(lang),
@@ -144,9 +144,49 @@ def build_report(kb: KnowledgeBase, diagnosis: Diagnosis, lang: str) -> Report:
         diagnostics=tuple(
             fix_view(f, diagnosis, lang) for f in diagnosis.diagnostics[:shown_diagnostics]
         ),
-        warnings=tuple(fix_view(f, diagnosis, lang) for f in diagnosis.avoided),
+        warnings=tuple(
+            fix_view(f, diagnosis, lang, said_for(kb, f.fix.avoid_when, diagnosis, lang))
+            for f in diagnosis.avoided
+        ),
         notes=tuple(_notes(kb, diagnosis, lang)),
     )
+
+
+def fact_sources(kb: KnowledgeBase, diagnosis: Diagnosis) -> dict[str, str]:
+    """Where each fact came from: `answer` (the user chose it), `paste` (the error text
+    shows it) or `description` (read from the user's sentence)."""
+    from .triage import facts_from_findings
+
+    sources = {key: "paste" for key in facts_from_findings(list(diagnosis.findings))}
+    for key, value in diagnosis.answers.items():
+        question = kb.question(key.split(":", 1)[0])
+        if question is None:
+            continue
+        for option in question.options:
+            if option.value == str(value):
+                sources.update({fact: "answer" for fact in option.sets})
+        if question.fact:
+            sources[question.fact] = "answer"
+    for key in diagnosis.facts:
+        sources.setdefault(key, "description")
+    return sources
+
+
+def _said(kb: KnowledgeBase, ranked, diagnosis: Diagnosis, lang: str) -> str:
+    reason = ranked.reasons[0]
+    evidence = next((e for e in ranked.cause.evidence if e.reason is reason), None)
+    return said_for(kb, evidence.when if evidence else None, diagnosis, lang)
+
+
+def said_for(kb: KnowledgeBase, condition, diagnosis: Diagnosis, lang: str) -> str:
+    """`{said}` in a text about `condition`: "You said" only for what the user answered,
+    "The error shows" for what the paste revealed, "Your description says" for what a
+    sentence implied."""
+    keys = [k for k in (condition or {}) if k not in ("family", "any")]
+    sources = fact_sources(kb, diagnosis)
+    found = {sources.get(k, "description") for k in keys}
+    kind = "answer" if "answer" in found else "paste" if found == {"paste"} else "description"
+    return tr(kb, f"said_{kind}", lang)
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
@@ -240,7 +280,6 @@ def to_json(report: Report) -> str:
 
 def to_markdown(kb: KnowledgeBase, report: Report) -> str:
     lang = report.lang
-    d = report.diagnosis
     out: list[str] = [f"# {tr(kb, 'report_heading', lang)}", ""]
     if report.family_title:
         out += [f"## {report.family_title}", "", report.family_summary or "", ""]
@@ -248,8 +287,11 @@ def to_markdown(kb: KnowledgeBase, report: Report) -> str:
     if report.causes:
         out += [f"## {tr(kb, 'causes_heading', lang)}", ""]
         for i, cause in enumerate(report.causes, 1):
-            percent = f"{cause.probability * 100:.0f}%"
-            out.append(f"{i}. **{cause.title}** ({percent}) — {cause.reason}")
+            percent = tr(kb, "percent", lang, percent=f"{cause.probability * 100:.0f}")
+            line = tr(
+                kb, "cause_line", lang, title=cause.title, percent=percent, reason=cause.reason
+            )
+            out.append(f"{i}. {line}")
         out.append("")
     for heading, views in (
         ("fixes_heading", report.fixes),
@@ -261,14 +303,16 @@ def to_markdown(kb: KnowledgeBase, report: Report) -> str:
         for i, view in enumerate(views, 1):
             out += [f"### {i}. {view.title}", "", view.why, ""]
             if view.cost:
-                out += [f"*{tr(kb, 'cost_label', lang)}* {view.cost}", ""]
+                label = tr(kb, "label_value", lang, label=tr(kb, "cost_label", lang), value="")
+                out += [f"*{label.strip()}* {view.cost}".replace("：* ", "：*"), ""]
             if view.framework_fallback:
-                out += [tr(kb, "framework_fallback", lang, framework=d.framework), ""]
+                out += [framework_fallback(kb, report, lang), ""]
             out += [f"```{view.language}", view.code, "```", ""]
     if report.warnings:
         out += [f"## {tr(kb, 'warnings_heading', lang)}", ""]
         for view in report.warnings:
-            out += [f"- **{view.title}**: {view.warning}", ""]
+            line = tr(kb, "label_value", lang, label=f"**{view.title}**", value=view.warning)
+            out += [f"- {line}", ""]
     if report.notes:
         out += [f"## {tr(kb, 'notes_heading', lang)}", ""]
         out += [f"- {note}" for note in report.notes] + [""]
@@ -319,19 +363,23 @@ def _findings_markdown(kb: KnowledgeBase, report: Report) -> list[str]:
     return out + [""] if out else out
 
 
-def _finding_facts(kb: KnowledgeBase, f, lang: str) -> list[tuple[str, str]]:
+def _finding_facts(kb: KnowledgeBase, f, lang: str, full: bool = True) -> list[tuple[str, str]]:
+    """Label/value rows of one finding; the short report keeps what locates the problem."""
     rows = []
     if f.ranks:
         rows.append((tr(kb, "label_ranks", lang), ", ".join(map(str, f.ranks))))
     if f.unused_modules:
         rows.append((tr(kb, "label_modules", lang), ", ".join(f"`{m}`" for m in f.unused_modules)))
+    limit = 12 if full else 6
     if f.unused_parameter_names:
-        names = ", ".join(f"`{n}`" for n in f.unused_parameter_names[:12])
-        more = len(f.unused_parameter_names) - 12
+        names = ", ".join(f"`{n}`" for n in f.unused_parameter_names[:limit])
+        more = len(f.unused_parameter_names) - limit
         rows.append((tr(kb, "label_names", lang), names + (f" (+{more})" if more > 0 else "")))
-    if f.unused_parameter_indices:
+    if f.unused_parameter_indices and (full or not f.unused_parameter_names):
         indices = " ".join(map(str, f.unused_parameter_indices[:30]))
         rows.append((tr(kb, "label_indices", lang), indices))
+    if not full:
+        return rows
     if f.find_unused_parameters_enabled is not None:
         key = "value_yes" if f.find_unused_parameters_enabled else "value_no"
         rows.append((tr(kb, "label_flag", lang), tr(kb, key, lang)))
@@ -348,108 +396,185 @@ def _finding_facts(kb: KnowledgeBase, f, lang: str) -> list[tuple[str, str]]:
 # ---------------------------------------------------------------------------- terminal
 
 
-def print_rich(kb: KnowledgeBase, report: Report, console) -> None:
-    """The terminal report: panels and highlighted code, readable down to ~40 columns.
+@record
+class _Out:
+    """Print helpers bound to one console: paragraphs wrapped by `wrap.line_spans` (so
+    Chinese breaks between characters, not only at spaces) and code never wrapped."""
 
-    Long because it is one straight top-to-bottom layout of the report's panels, in the
-    order the user reads them; split up, that order would be scattered over functions.
-    """
-    from rich.markup import escape
-    from rich.panel import Panel
-    from rich.syntax import Syntax
-    from rich.text import Text as RichText
+    kb: KnowledgeBase
+    lang: str
+    console: Any
 
-    lang = report.lang
-    d = report.diagnosis
+    def t(self, key: str, **fields: Any) -> str:
+        return tr(self.kb, key, self.lang, **fields)
 
-    def inline(text: str, base: str = "") -> RichText:
-        # `code` spans in rules texts become cyan, everything else stays literal
+    def inline(self, text: str, base: str = ""):
+        """`code` spans in rules texts become cyan; everything else stays literal."""
+        from rich.text import Text as RichText
+
         rich_text = RichText()
         for i, part in enumerate(text.split("`")):
             rich_text.append(part, style=f"{base} cyan".strip() if i % 2 else base)
         return rich_text
 
-    if report.family_title:
-        body = RichText()
-        body.append_text(inline(report.family_summary or ""))
-        for f in grouped_findings(d.findings):
-            body.append("\n\n")
-            body.append(f"{f.source}:{f.line}\n", style="dim")
-            body.append(short_quote(f.quote), style="italic")
-            for label, value in _finding_facts(kb, f, lang):
-                body.append("\n• ")
-                body.append_text(
-                    inline(tr(kb, "label_value", lang, label=label, value=""), base="bold")
-                )
-                body.append_text(inline(value))
-        console.print(
-            Panel(body, title=escape(report.family_title), title_align="left", border_style="red")
-        )
-    if report.causes:
-        causes = RichText()
-        for i, cause in enumerate(report.causes, 1):
-            if i > 1:
-                causes.append("\n")
-            causes.append(f"{i}. ", style="bold")
-            causes.append_text(inline(cause.title, base="bold yellow" if i == 1 else "bold"))
-            causes.append(f"  {cause.probability * 100:.0f}%\n", style="dim")
-            causes.append("   ")
-            causes.append_text(inline(cause.reason))
-        console.print(
-            Panel(
-                causes,
-                title=tr(kb, "causes_heading", lang),
-                title_align="left",
-                border_style="yellow",
-            )
-        )
-    for heading, views, style in (
-        ("fixes_heading", report.fixes, "green"),
-        ("diagnostics_heading", report.diagnostics, "blue"),
-    ):
-        for i, view in enumerate(views, 1):
-            parts: list[Any] = [inline(view.why)]
-            if view.cost:
-                cost = RichText(tr(kb, "cost_label", lang) + " ", style="bold")
-                cost.append_text(inline(view.cost))
-                parts.append(cost)
-            if view.framework_fallback:
-                parts.append(
-                    RichText(tr(kb, "framework_fallback", lang, framework=d.framework), style="dim")
-                )
-            parts.append(
-                Syntax(
-                    view.code,
-                    view.language,
-                    theme="ansi_dark",
-                    word_wrap=True,
-                    background_color="default",
-                )
-            )
-            from rich.console import Group
+    def para(self, text, indent: int = 0, style: str = "") -> None:
+        """One paragraph (a str with `code` spans, or a rich Text), wrapped at our breaks."""
+        from rich.text import Text as RichText
 
-            title = f"{tr(kb, heading, lang)} {i}: {view.title}"
-            console.print(
-                Panel(Group(*parts), title=escape(title), title_align="left", border_style=style)
-            )
+        from .wrap import line_spans
+
+        rich_text = self.inline(text, style) if isinstance(text, str) else text
+        width = max(self.console.width - indent, 10)
+        for start, end in line_spans(rich_text.plain, width) or [(0, 0)]:
+            line = RichText(" " * indent) + rich_text[start:end]
+            self.console.print(line, overflow="fold", highlight=False)
+
+    def heading(self, text: str, style: str) -> None:
+        self.para(self.inline(text, f"bold {style}"))
+
+    def code(self, code: str, language: str) -> None:
+        """Code flush left, outside any box and never broken by us: what is copied from the
+        screen runs as it is. A line wider than the terminal continues on the next screen
+        line (the terminal's own soft wrap, which copies as one line)."""
+        from rich.syntax import Syntax
+
+        from .wrap import text_width
+
+        syntax = Syntax(code, language, theme="ansi_dark", background_color="default")
+        highlighted = syntax.highlight(code)
+        highlighted.rstrip()
+        self.console.print(highlighted, soft_wrap=True, highlight=False)
+        if max((text_width(line) for line in code.splitlines()), default=0) > self.console.width:
+            self.para(self.t("code_too_wide"), style="dim")
+
+    def blank(self) -> None:
+        self.console.print()
+
+
+def print_rich(
+    kb: KnowledgeBase, report: Report, console, *, full: bool = False, more: str | None = None
+) -> bool:
+    """The terminal report. Short by default: the diagnosis, the leading cause and the first
+    fix on the first screen, warnings, then one line naming what is left out (`more` says
+    how to get it). `full` prints everything markdown holds. Returns whether anything was
+    left out."""
+    out = _Out(kb, report.lang, console)
+    _rich_diagnosis(out, report, full)
+    _rich_causes(out, report, full)
+    fixes = report.fixes if full else report.fixes[:1]
+    for i, view in enumerate(fixes, 1):
+        _rich_fix(out, view, report, "fixes_heading", i, "green", full)
+    if full:
+        for i, view in enumerate(report.diagnostics, 1):
+            _rich_fix(out, view, report, "diagnostics_heading", i, "blue", full)
     for view in report.warnings:
-        console.print(
-            Panel(
-                inline(view.warning or ""),
-                title=escape(f"⚠ {view.title}"),
-                title_align="left",
-                border_style="magenta",
-            )
-        )
-    for note in report.notes:
-        console.print(RichText("• ") + inline(note))
+        out.para(out.inline(f"⚠ {view.title}", "bold magenta"))
+        out.para(view.warning or "", indent=2)
+        out.blank()
+    if full:
+        for note in report.notes:
+            out.para(out.inline("• ") + out.inline(note))
+        return False
+    hidden = _hidden_items(out, report)
+    if hidden:
+        line = out.t("more_hidden", items=out.t("list_separator").join(hidden))
+        out.para(line + (" " + more if more else ""), style="dim")
+    return bool(hidden)
+
+
+def _hidden_items(out: _Out, report: Report) -> list[str]:
+    counts = (
+        ("more_causes", len(report.causes) - 1),
+        ("more_fixes", len(report.fixes) - 1),
+        ("more_diagnostics", len(report.diagnostics)),
+        ("more_notes", len(report.notes)),
+    )
+    return [out.t(key, count=count) for key, count in counts if count > 0]
+
+
+def _rich_diagnosis(out: _Out, report: Report, full: bool) -> None:
+    if not report.family_title:
+        return
+    out.heading("✗ " + report.family_title, "red")
+    if report.family_summary:
+        out.para(report.family_summary, indent=2)
+    for f in grouped_findings(report.diagnosis.findings):
+        if full:
+            out.para(f"{f.source}:{f.line}", indent=2, style="dim")
+            out.para(short_quote(f.quote), indent=2, style="italic")
+        for label, value in _finding_facts(out.kb, f, out.lang, full):
+            row = out.inline(out.t("label_value", label=label, value=""), "bold")
+            out.para(out.inline("• ") + row + out.inline(value), indent=2)
+    out.blank()
+
+
+def _rich_causes(out: _Out, report: Report, full: bool) -> None:
+    if not report.causes:
+        return
+    if full:
+        out.heading(out.t("causes_heading"), "yellow")
+    for i, cause in enumerate(report.causes if full else report.causes[:1], 1):
+        title = out.inline(cause.title, "bold yellow" if i == 1 else "bold")
+        label = out.t("label_value", label=out.t("likely_cause"), value="")
+        prefix = out.inline(f"{i}. " if full else label, "bold")
+        out.para(prefix + title + out.inline(_percent(out, cause), "dim"))
+        out.para(cause.reason, indent=3 if full else 2)
+    if not full and len(report.causes) > 1:
+        others = out.t("list_separator").join(c.title + _percent(out, c) for c in report.causes[1:])
+        out.para(out.t("also_possible", causes=others), indent=2, style="dim")
+    out.blank()
+
+
+def _percent(out: _Out, cause: CauseView) -> str:
+    return out.t("percent", percent=f"{cause.probability * 100:.0f}")
+
+
+def _rich_fix(
+    out: _Out, view: FixView, report: Report, heading: str, number: int, style: str, full: bool
+) -> None:
+    title = out.t("numbered_heading", heading=out.t(heading), number=number, title=view.title)
+    out.heading(title, style)
+    if view.framework_fallback:
+        out.para(framework_fallback(out.kb, report, out.lang), indent=2, style="dim")
+    out.blank()
+    out.code(view.code, view.language)
+    out.blank()
+    out.para(view.why, indent=2)
+    if view.cost:
+        label = out.inline(out.t("label_value", label=out.t("cost_label"), value=""), "bold")
+        out.para(label + out.inline(view.cost), indent=2)
+    out.blank()
+
+
+def framework_fallback(kb: KnowledgeBase, report: Report, lang: str) -> str:
+    """ "Lightning has no own way…": the framework by the name the user picked, never its id."""
+    return tr(kb, "framework_fallback", lang, framework=framework_name(kb, report.diagnosis, lang))
+
+
+def framework_name(kb: KnowledgeBase, diagnosis: Diagnosis, lang: str) -> str:
+    question = kb.question("framework")
+    for option in question.options if question else ():
+        if option.value == diagnosis.framework:
+            label = option.label.get(lang).replace("`", "")
+            return re.split(r" ?[(（]", label, maxsplit=1)[0]
+    return diagnosis.framework
 
 
 # ---------------------------------------------------------------------------- output
 
 
-def emit(kb: KnowledgeBase, diagnosis: Diagnosis, lang: str, fmt: str, stream=None) -> None:
-    """Print the report in the chosen format (json, markdown or rich) on `stream`."""
+def emit(
+    kb: KnowledgeBase,
+    diagnosis: Diagnosis,
+    lang: str,
+    fmt: str,
+    stream=None,
+    *,
+    full: bool = False,
+    more: str | None = None,
+) -> None:
+    """Print the report in the chosen format (json, markdown or rich) on `stream`. Only
+    the terminal report is short unless `full`; `more` says how to get the rest."""
     import sys
 
     stream = stream or sys.stdout
@@ -461,5 +586,5 @@ def emit(kb: KnowledgeBase, diagnosis: Diagnosis, lang: str, fmt: str, stream=No
     else:
         from rich.console import Console
 
-        print_rich(kb, report, Console(file=stream, highlight=False))
+        print_rich(kb, report, Console(file=stream, highlight=False), full=full, more=more)
     stream.flush()

@@ -141,7 +141,8 @@ class _Session:
         from .render import build_report, print_rich
 
         self.console.print()
-        print_rich(self.kb, build_report(self.kb, diagnosis, self.lang), self.console)
+        report = build_report(self.kb, diagnosis, self.lang)
+        print_rich(self.kb, report, self.console, full=True)
 
     def save(self, state: Interview, diagnosis, save_path: str | None) -> None:
         """Offer to save; a refused, existing or unwritable file asks again, never silently.
