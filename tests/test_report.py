@@ -172,3 +172,43 @@ def test_a_framework_without_its_own_spelling_is_named_as_people_name_it():
         if any(v.framework_fallback for v in report.fixes + report.diagnostics):
             assert "Hugging Face Trainer" in markdown
         assert "hf_trainer" not in re.sub(r"```.*?```|`[^`]*`", "", markdown, flags=re.S)
+
+
+# ---------------------------------------------------------------------------- no needless advice
+
+INDICES_ONLY = FIXTURES / "versions" / "torch_1_10_flag_on.txt"  # bare indices, no names
+NAMES = FIXTURES / "real" / "unused_module__info__spawn.txt"  # PyTorch names the parameters
+DEBUG = "TORCH_DISTRIBUTED_DEBUG=INFO"
+
+
+def test_debug_names_are_suggested_only_when_the_error_lacks_them():
+    assert DEBUG in run_cli("triage", "--all", "--format", "markdown", str(INDICES_ONLY))
+    for fmt in ("markdown", "rich", "json"):
+        assert DEBUG not in run_cli("triage", "--all", "--format", fmt, str(NAMES))
+
+
+def test_debug_names_are_not_suggested_under_run_which_sets_it():
+    job = f"import sys; sys.stderr.write(open({str(INDICES_ONLY)!r}).read()); sys.exit(1)"
+    exe = [str(CLI)] if CLI.exists() else [sys.executable, "-m", "ddp_doctor"]
+    proc = subprocess.run(
+        [
+            *exe,
+            "run",
+            "--lang",
+            "en",
+            "--format",
+            "markdown",
+            "--all",
+            "--",
+            sys.executable,
+            "-c",
+            job,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    diagnosis = proc.stderr[len(INDICES_ONLY.read_text(encoding="utf-8")) :]
+    assert "# ddp-doctor diagnosis" in diagnosis
+    assert DEBUG not in diagnosis

@@ -41,6 +41,7 @@ def _common(parser: argparse.ArgumentParser, top: bool) -> None:
     parser.add_argument("--json", action="store_true", help="cli_help_json", **default)
     fmt = {"default": "auto"} if top else default
     parser.add_argument("--format", choices=FORMATS, help="cli_help_format", **fmt)
+    parser.add_argument("--all", action="store_true", help="cli_help_all", **default)
 
 
 def _positive_int(texts: Texts):
@@ -178,6 +179,15 @@ def _format(args: argparse.Namespace, stream: IO[str]) -> str:
     return "markdown" if plain else "rich"
 
 
+def _emit(kb, args, diagnosis, lang: str, fmt: str) -> None:
+    """The report; the short terminal one ends with how to see it all (`--all`)."""
+    from .i18n import tr
+    from .render import emit
+
+    full = bool(getattr(args, "all", False))
+    emit(kb, diagnosis, lang, fmt, full=full, more=tr(kb, "more_how_all", lang))
+
+
 def _no_error_found(kb, lang: str, fmt: str, result) -> int:
     from .engine import diagnose
     from .i18n import tr
@@ -197,7 +207,6 @@ def _no_error_found(kb, lang: str, fmt: str, result) -> int:
 def cmd_triage(kb, args, lang: str) -> int:
     from .engine import diagnose
     from .i18n import tr
-    from .render import emit
 
     paths = args.files or ["-"]
     if paths == ["-"] and sys.stdin.isatty():
@@ -206,7 +215,7 @@ def cmd_triage(kb, args, lang: str) -> int:
     fmt = _format(args, sys.stdout)
     if not result.findings:
         return _no_error_found(kb, lang, fmt, result)
-    emit(kb, diagnose(kb, result), lang, fmt)
+    _emit(kb, args, diagnose(kb, result), lang, fmt)
     if fmt != "json":
         sys.stdout.write("\n" + tr(kb, "next_step_interview", lang) + "\n")
     return ExitCode.OK
@@ -263,9 +272,7 @@ def cmd_ask(kb, args, lang: str) -> int:
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
         return ExitCode.OK
     _print_text(_understood_block(kb, understood, upcoming, lang), fmt)
-    from .render import emit
-
-    emit(kb, diagnosis, lang, fmt)
+    _emit(kb, args, diagnosis, lang, fmt)
     return ExitCode.OK
 
 
@@ -332,7 +339,6 @@ def cmd_answers(kb, args, lang: str) -> int:
     from .answers import apply_answers, load_answers
     from .engine import diagnose
     from .interview import Interview
-    from .render import emit
 
     answers = load_answers(args.answers)
     if args.save:  # before any work: a refused file is known now
@@ -342,7 +348,7 @@ def cmd_answers(kb, args, lang: str) -> int:
     facts = apply_answers(kb, start.facts, answers, start.modules)
     diagnosis = diagnose(kb, result, facts, answers)
     fmt = _format(args, sys.stdout)
-    emit(kb, diagnosis, lang, fmt)
+    _emit(kb, args, diagnosis, lang, fmt)
     if args.save:
         _save_markdown(kb, diagnosis, lang, args.save)
     return ExitCode.OK

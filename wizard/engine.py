@@ -193,6 +193,8 @@ def plan_fixes(
     fixes, diagnostics, avoided = [], [], []
     for fix_id, score in sorted(scores.items(), key=lambda item: -item[1]):
         fix = kb.fixes[fix_id]
+        if fix.pointless_when is not None and condition_holds(fix.pointless_when, facts):
+            continue  # e.g. "let PyTorch name the parameters" when the error names them
         avoid = fix.avoid_when is not None and condition_holds(fix.avoid_when, facts)
         entry = RankedFix(fix, score, tuple(owners[fix_id]), avoided=avoid)
         if avoid:

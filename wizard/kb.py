@@ -159,6 +159,7 @@ class Fix:
     warning: Text | None
     outcomes: tuple[Outcome, ...] = ()  # no outcome for a cause: unproven, never advised for it
     already_on: Mapping[str, Any] | None = None  # the text shows the fix is already applied
+    pointless_when: Mapping[str, Any] | None = None  # nothing left to learn/do: not shown
 
 
 @record
@@ -677,6 +678,7 @@ def _fix(raw: dict[str, Any]) -> Fix:
         snippets=_frozen({name: _snippet(s) for name, s in raw.get("snippets", {}).items()}),
         avoid_when=_frozen(raw["avoid_when"]) if raw.get("avoid_when") else None,
         warning=_text(raw.get("warning")),
+        pointless_when=_frozen(raw["pointless_when"]) if raw.get("pointless_when") else None,
         outcomes=tuple(_outcome(o) for o in raw.get("outcomes", [])),
         already_on=_frozen(raw["already_on"]) if raw.get("already_on") else None,
     )

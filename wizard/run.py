@@ -346,7 +346,9 @@ def report(
 
     failed = outcome.exit_code != 0
     explained = failed and bool(known_errors(kb, outcome.result))
-    diagnosis = diagnose(kb, outcome.result) if explained or report_path else None
+    # under_run: the job already ran with TORCH_DISTRIBUTED_DEBUG decided (no advice to set it)
+    ran = {"under_run": True}
+    diagnosis = diagnose(kb, outcome.result, ran) if explained or report_path else None
     unexplained = failed and outcome.interrupted_by is None and not outcome.reader_left
     tips = _tips(kb, outcome.result)
     tip = bool(tips) and not explained and not outcome.reader_left
