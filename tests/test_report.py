@@ -212,3 +212,103 @@ def test_debug_names_are_not_suggested_under_run_which_sets_it():
     diagnosis = proc.stderr[len(INDICES_ONLY.read_text(encoding="utf-8")) :]
     assert "# ddp-doctor diagnosis" in diagnosis
     assert DEBUG not in diagnosis
+
+
+# ---------------------------------------------------------------------------- no internal ids
+
+
+def _code_spans_in_rules() -> set[str]:
+    """Identifiers that appear as code in the rules' texts: API names, not internal ids."""
+
+    spans: set[str] = set()
+    for file in (ROOT / "rules").rglob("*.yaml"):
+        spans |= set(
+            re.findall(
+                r"[A-Za-z_][\w.]*", " ".join(re.findall(r"`([^`]+)`", file.read_text("utf-8")))
+            )
+        )
+    return spans
+
+
+def _internal_ids() -> list[str]:
+    api = _code_spans_in_rules()
+    ids = {f.id for f in KB.families} | {c.id for c in KB.causes} | set(KB.fixes)
+    framework = KB.question("framework")
+    ids |= {o.value for o in framework.options if o.value != "unsure"}
+    ids = {i for i in ids if i not in api}
+    # a family id reads like words ("unfinished reduction"); cause ids do too, but as plain
+    # English ("an unused module"), so only the families' spaced forms count as leaks
+    spaced = {f.id.replace("_", " ") for f in KB.families if f.id in ids}
+    return sorted(ids | spaced | {"seed article", "种子文章"})
+
+
+LEAKS = re.compile("|".join(rf"(?<![\w-]){re.escape(i)}(?![\w-])" for i in _internal_ids()))
+
+
+def _prose_of(text: str, code_lines: set[str]) -> str:
+    """What a user reads as sentences: without code blocks, code spans and code lines."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    text = re.sub(r"`[^`]*`", "", text)
+    return "\n".join(line for line in text.splitlines() if line.rstrip() not in code_lines)
+
+
+def _all_reports():
+    """Every family (one paste each), every framework (by answers), both languages."""
+    for family, path in sorted(BY_FAMILY.items()):
+        yield family, engine.diagnose(KB, triage_text(KB, path.read_text("utf-8")))
+    for option in KB.question("framework").options:
+        facts, _ = engine.resolve_answers(
+            KB, {"family": "unfinished_reduction"}, {"framework": option.value}
+        )
+        yield option.value, engine.diagnose(KB, None, facts, {"framework": option.value})
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_internal_id_in_any_report(lang):
+    import json
+
+    from ddp_doctor.render import print_rich, to_json_data, to_markdown
+    from rich.console import Console
+
+    for name, diagnosis in _all_reports():
+        report = build_report(KB, diagnosis, lang)
+        code = {
+            line.rstrip() for v in report.fixes + report.diagnostics for line in v.code.splitlines()
+        }
+        out = io.StringIO()
+        print_rich(KB, report, Console(file=out, width=80, color_system=None), full=True)
+        data = to_json_data(report)
+        human = [data["family_title"] or ""] + list(data["notes"])
+        human += [c[k] for c in data["causes"] for k in ("title", "reason")]
+        human += [
+            f[k] or ""
+            for f in data["fixes"] + data["diagnostics"]
+            for k in ("title", "why", "cost")
+        ]
+        human += [w[k] or "" for w in data["warnings"] for k in ("title", "warning")]
+        for fmt, text in (
+            ("rich", out.getvalue()),
+            ("markdown", to_markdown(KB, report)),
+            ("json", "\n".join(human)),
+        ):
+            leaked = LEAKS.findall(_prose_of(text, code))
+            assert not leaked, f"{name} {lang} {fmt}: {sorted(set(leaked))}"
+        json.dumps(data)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_installed_command_leaks_no_id_either(lang):
+    path = BY_FAMILY["unfinished_reduction"]
+    report = report_for(path, lang)
+    code = {
+        line.rstrip() for v in report.fixes + report.diagnostics for line in v.code.splitlines()
+    }
+    for fmt in ("rich", "markdown"):
+        shown = run_cli("triage", "--all", "--lang", lang, "--format", fmt, str(path))
+        assert not LEAKS.findall(_prose_of(shown, code)), shown
+
+
+def test_the_leak_check_can_fail():
+    assert LEAKS.findall("hf_trainer has no spelling of its own")
+    assert LEAKS.findall("你遇到的是 unfinished reduction 报错，见种子文章")
+    assert not LEAKS.findall("Hugging Face Trainer has no setting of its own")

@@ -31,6 +31,7 @@ from rich.console import Console  # noqa: E402
 
 KB = load()
 FIXTURES = Path(__file__).parent / "fixtures"
+ROOT = Path(__file__).resolve().parent.parent
 CLI = Path(sys.executable).with_name("ddp-doctor")
 ENTER, DOWN, CTRL_C, CTRL_D, CTRL_U = "\r", "\x1b[B", "\x03", "\x04", "\x15"
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-B]|\x1b[=>]")
@@ -92,6 +93,7 @@ def test_english_path_without_a_paste_describe_answer_save(tmp_path):
         + ENTER
         + DOWN * option_index("framework", "lightning")
         + ENTER
+        + "y"  # the full report
         + "y"  # save
         + CTRL_U
         + str(report)
@@ -156,8 +158,8 @@ def honest_script(text: str, truths: dict):
 def test_chinese_path_with_a_paste():
     text = fixture_text()
     result, script, facts = honest_script(text, SEED_TRUTHS)
-    keys = paste(text) + ENTER + ENTER  # paste, then the empty line that ends it
-    keys += "".join(k for _, k in script) + "n"  # answers; do not save
+    keys = paste(text)  # a paste that ends in a newline needs no Enter
+    keys += "".join(k for _, k in script) + "n" + "n"  # answers; not the full report; no save
     code, screen = drive(keys, "zh")
     assert code == 0, screen
     shown = flat(screen)
@@ -185,13 +187,20 @@ def test_back_undoes_the_last_answer():
     second = engine.next_question(KB, facts, [step.id], (), 1)
     keys += DOWN * len(second.options) + ENTER
     keys += DOWN * option_index("step_pattern", "freezing") + ENTER
-    keys += (
-        ENTER * 4 + "n"
-    )  # whatever follows (layout, freeze or unfreeze, framework): first option; then do not save
+    # whatever follows (freeze or unfreeze, framework ...): the first option; no more, no save
+    facts = engine.apply_answer(
+        {"family": "unfinished_reduction"}, engine.AskedQuestion(step, step.id), "freezing"
+    )
+    answered = [step.id]
+    while asked := engine.next_question(KB, facts, answered, (), len(answered)):
+        facts = engine.apply_answer(facts, asked, asked.options[0].value)
+        answered.append(asked.key)
+        keys += ENTER
+    keys += "nn"
     code, screen = drive(keys, "en")
     assert code == 0, screen
     shown = flat(screen)
-    first = shown.split("Likely causes")[1].split(" 2. ")[0]
+    first = shown.split("Most likely:")[1].split("Also possible")[0]
     # the undone answer (two backward calls) is gone; the second answer decides
     assert KB.cause("frozen_params").title.en.replace("`", "") in first
     assert KB.cause("multiple_backward").title.en.replace("`", "") not in first
@@ -207,16 +216,60 @@ def test_ctrl_c_and_ctrl_d_leave_with_130(key, where):
     assert "Traceback" not in screen
 
 
-def test_ctrl_d_after_a_paste_ends_the_paste():
-    code, screen = drive(paste(fixture_text()) + ENTER + CTRL_D + ENTER * 4 + "n", "en")
+def test_ctrl_d_after_typed_lines_ends_the_paste():
+    line = "RuntimeError: Expected to have finished reduction in the prior iteration before"
+    result, script, _ = honest_script(line, SEED_TRUTHS)
+    keys = line + ENTER + CTRL_D + "".join(k for _, k in script) + "n" + "n"
+    code, screen = drive(keys, "en")
     assert code == 0, screen
     assert "Found:" in screen
+
+
+def test_a_paste_without_a_final_newline_ends_with_one_enter():
+    text = fixture_text().rstrip("\n")
+    _, script, _ = honest_script(text, SEED_TRUTHS)
+    code, screen = drive(paste(text) + ENTER + "".join(k for _, k in script) + "nn", "en")
+    assert code == 0, screen
+    assert "Found:" in screen and "Most likely:" in screen
+
+
+def test_one_found_line_per_error_however_many_ranks_print_it():
+    text = (ROOT / "examples" / "torchrun-unused-module.log").read_text(encoding="utf-8")
+    result, script, _ = honest_script(text, SEED_TRUTHS)
+    assert len(result.findings) > 1 and len({f.ranks for f in result.findings}) > 1
+    code, screen = drive(paste(text) + "".join(k for _, k in script) + "nn", "en")
+    assert code == 0, screen
+    assert screen.count("Found:") == 1
+    assert "(rank 0, 1)" in screen
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_paste_that_is_no_ddp_error_is_not_diagnosed_as_one(lang):
+    oom = (
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 41, in <module>\n'
+        "    loss = model(x).sum()\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; "
+        "23.69 GiB total capacity; 21.1 GiB already allocated)\n"
+    )
+    code, screen = drive(paste(oom) + "n", lang)
+    assert code == 1, screen
+    said = {"en": "not a DDP error", "zh": "不是 DDP"}[lang]
+    assert said in flat(screen)
+    joined = re.sub(r"\s", "", screen)  # Chinese wraps between any two characters
+    for family in KB.families:  # it says what it does know
+        assert re.sub(r"[\s`]", "", family.title.get(lang)) in joined
+    assert "assume" not in screen and "Likely" not in screen and "最可能" not in screen
+    # or describe the problem instead
+    keys = paste(oom) + "y" + "two backward calls per step" + ENTER + ENTER * 3 + "nn"
+    code, screen = drive(keys, lang)
+    assert {"en": "Most likely:", "zh": "最可能的原因："}[lang] in screen
 
 
 def test_a_narrow_console_still_renders_the_report():
     code, screen = drive(
         # describe, then Enter on the two selects (backward layout, framework), then no save
-        ENTER + "two backward calls per step" + ENTER + ENTER + ENTER + "n",
+        ENTER + "two backward calls per step" + ENTER + ENTER + ENTER + "n" + "n",
         "en",
         width=40,
     )
@@ -280,15 +333,16 @@ def test_pty_chinese_paste_answer_and_report(tmp_path):
     text = fixture_text()
     result, script, facts = honest_script(text, SEED_TRUTHS)
     child = spawn("--lang", "zh", cwd=tmp_path)
-    wait_for_paste_prompt(child, "把报错粘贴进来")
-    child.send(paste(text) + ENTER)
-    child.send(ENTER)
+    wait_for_paste_prompt(child, "粘贴报错")
+    child.send(paste(text))  # it ends in a newline: no Enter needed
     child.expect("识别到")
     for asked, keys in script:
         question = asked.question.text.zh.format(**asked.fields)
         child.expect_exact(question.split("`")[-1][-8:])  # the end of the question text
         child.expect_exact("（↑↓ 选择，回车确认）")
         child.send(keys)
+    child.expect("完整报告")
+    child.send("n")
     child.expect("保存成 Markdown")
     child.send("n")
     child.expect("直接按回车退出")  # the follow-up prompt: Enter alone leaves
@@ -317,7 +371,7 @@ def test_pty_ctrl_c_at_a_select_and_ctrl_d_at_the_paste():
     assert code == 130 and "Stopped." in screen and "Traceback" not in screen
 
     child = spawn("--lang", "zh")
-    wait_for_paste_prompt(child, "把报错粘贴进来")
+    wait_for_paste_prompt(child, "粘贴报错")
     child.sendcontrol("d")
     code, screen = finish(child)
     assert code == 130 and "已退出" in screen and "Traceback" not in screen
@@ -333,6 +387,8 @@ def test_pty_forty_columns():
     child.send(ENTER)
     child.expect(r"Enter\)")  # framework
     child.send(ENTER)
+    child.expect("full report")
+    child.send("y")
     child.expect("Markdown")
     child.send("n")
     child.expect("leaves")  # the follow-up prompt: Enter alone leaves

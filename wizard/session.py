@@ -86,6 +86,11 @@ class _Session:
         self.console.print(self.t("session_welcome"), style="bold")
         self.console.print(self.t("session_quit_hint"), style="dim")
         state = self.start(paste_path)
+        # not a DDP error (a CUDA OOM, an import error ...): no pretending it is one
+        unknown = state.triage is not None and not state.found_error
+        if unknown and not self.ask_confirm(self.t("session_describe_instead"), default=False):
+            self.console.print(self.t("session_not_covered_bye"), style="dim")
+            return ExitCode.NO_ERROR_FOUND
         if not state.found_error:
             self.describe(state)
         self.interview(state)
@@ -110,8 +115,17 @@ class _Session:
         if state.found_error:
             self.show_findings(result)
         elif result is not None:
-            self.console.print(self.t("session_paste_unknown"), style="yellow")
+            self.not_covered()
         return state
+
+    def not_covered(self) -> None:
+        """Say plainly that the paste is no error this tool knows, and what it does know."""
+        from .render import _Out
+
+        out = _Out(self.kb, self.lang, self.console)
+        out.para(self.t("session_paste_unknown"), style="yellow")
+        titles = [f.title.get(self.lang) for f in self.kb.families]
+        out.para(self.t("session_covered", families=self.t("list_separator").join(titles)))
 
     def describe(self, state: Interview) -> None:
         text = self.ask_text(self.t("session_describe_prompt"))
@@ -142,7 +156,11 @@ class _Session:
 
         self.console.print()
         report = build_report(self.kb, diagnosis, self.lang)
-        print_rich(self.kb, report, self.console, full=True)
+        if print_rich(self.kb, report, self.console):  # something was left out: offer it
+            self.console.print()
+            if self.ask_confirm(self.t("session_more_confirm"), default=False):
+                self.console.print()
+                print_rich(self.kb, report, self.console, full=True)
 
     def save(self, state: Interview, diagnosis, save_path: str | None) -> None:
         """Offer to save; a refused, existing or unwritable file asks again, never silently.
@@ -238,7 +256,9 @@ class _Session:
     def show_findings(self, result) -> None:
         from rich.text import Text
 
-        for finding in result.findings[:3]:
+        from .render import grouped_findings
+
+        for finding in grouped_findings(result.findings)[:3]:
             family = self.kb.family(finding.family)
             title = family.title.get(self.lang) if family else finding.family
             line = Text("✓ ", style="green")
@@ -283,7 +303,7 @@ class _Session:
 
         self.console.print()
         self.console.print(self.t("session_paste_prompt"), style="bold")
-        prompt = PromptSession(**self.io)
+        prompt = PromptSession(key_bindings=_paste_bindings(), **self.io)
         lines: list[str] = []
         while True:
             try:
@@ -296,7 +316,9 @@ class _Session:
                 raise _Quit from None
             if not line.strip():
                 break
-            lines.append(line)
+            lines.append(line.rstrip("\n"))
+            if "\n" in line:  # a terminal paste of several lines arrives whole: it is done
+                break
         return "\n".join(lines)
 
     def ask_text(self, message: str, default: str = "") -> str:
@@ -349,6 +371,25 @@ class _Session:
 
 
 # ---------------------------------------------------------------------------- helpers
+
+
+def _paste_bindings():
+    """A bracketed paste lands in the line as it is; one that ends in a newline (most
+    copied tracebacks do) is accepted at once, so no second Enter is needed."""
+    from prompt_toolkit.key_binding import KeyBindings
+    from prompt_toolkit.keys import Keys
+
+    bindings = KeyBindings()
+
+    @bindings.add(Keys.BracketedPaste)
+    def _paste(event) -> None:
+        data = event.data.replace("\r\n", "\n").replace("\r", "\n")
+        buffer = event.current_buffer
+        buffer.insert_text(data)
+        if data.endswith("\n") and buffer.text.strip():
+            buffer.validate_and_handle()
+
+    return bindings
 
 
 def _run(question) -> Any:
