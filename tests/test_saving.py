@@ -21,6 +21,7 @@ ERROR_TEXT = (FIXTURES / "versions" / "torch_1_10_flag_on.txt").read_text(encodi
 OLD = "an old report the user wants to keep\n"
 SELECT_HINT = {"en": "(↑↓ and Enter)", "zh": "（↑↓ 选择，回车确认）"}
 SAVE_PROMPT = {"en": "Save this report as Markdown?", "zh": "把这份报告保存成 Markdown 文件吗？"}
+MORE_PROMPT = {"en": "Show the full report", "zh": "要看完整报告吗"}  # after the short report
 CLEAR_LINE = "\x15"  # Ctrl-U: empty the file-name prompt before typing a name
 
 
@@ -52,14 +53,25 @@ def to_the_save_prompt(child, lang: str, with_paste: bool = False) -> None:
     child.expect_exact({"en": "Paste the error", "zh": "把报错粘贴进来"}[lang])
     child.expect_exact("\x1b[?2004h")  # bracketed paste on: the prompt is listening
     if with_paste:
-        child.send(paste(ERROR_TEXT) + "\r")
-        child.send("\r")
+        child.send(paste(ERROR_TEXT))  # it ends in a newline: taken at once
     else:
         child.send("\r")
         child.expect_exact({"en": "Describe", "zh": "描述"}[lang])
         child.send("I call backward twice per step\r")
-    while child.expect_exact([SELECT_HINT[lang], SAVE_PROMPT[lang]]) == 0:
-        child.send("\r")
+    answer_until(child, SAVE_PROMPT[lang], lang)
+
+
+def answer_until(child, stop: str, lang: str = "en") -> None:
+    """Enter on every question, no to the full report, until `stop` is on the screen."""
+    while True:
+        seen = child.expect_exact([SELECT_HINT[lang], MORE_PROMPT[lang], stop])
+        if seen == 0:
+            child.send("\r")
+            continue
+        if seen == 1:  # the last prompt before saving; its echo must not be matched again
+            child.send("n")
+            child.expect_exact(stop)
+        return
 
 
 FOLLOW_UP = ["Enter alone leaves", "直接按回车退出"]  # the session's last prompt (follow-ups)
@@ -112,8 +124,7 @@ def test_replacing_after_yes_is_whole(tmp_path):
     child.send("\r")
     child.expect_exact("Describe")
     child.send("I call backward twice per step\r")
-    while child.expect_exact([SELECT_HINT["en"], "Replace the existing"]) == 0:
-        child.send("\r")
+    answer_until(child, "Replace the existing")
     child.send("y")
     code, screen = finish(child)
     assert code == 0, screen[-2000:]
@@ -154,8 +165,7 @@ def test_the_paste_file_itself_is_never_saved_over(tmp_path):
     log = tmp_path / "err.txt"
     log.write_text(ERROR_TEXT, encoding="utf-8")
     child = spawn(tmp_path, "--lang", "en", "--paste", "err.txt")
-    while child.expect_exact([SELECT_HINT["en"], SAVE_PROMPT["en"]]) == 0:
-        child.send("\r")
+    answer_until(child, SAVE_PROMPT["en"])
     child.send("y")
     child.expect_exact("File name:")
     child.send(CLEAR_LINE + "err.txt\r")

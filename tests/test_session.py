@@ -333,7 +333,7 @@ def test_pty_chinese_paste_answer_and_report(tmp_path):
     text = fixture_text()
     result, script, facts = honest_script(text, SEED_TRUTHS)
     child = spawn("--lang", "zh", cwd=tmp_path)
-    wait_for_paste_prompt(child, "粘贴报错")
+    wait_for_paste_prompt(child, "把报错粘贴进来")
     child.send(paste(text))  # it ends in a newline: no Enter needed
     child.expect("识别到")
     for asked, keys in script:
@@ -371,7 +371,7 @@ def test_pty_ctrl_c_at_a_select_and_ctrl_d_at_the_paste():
     assert code == 130 and "Stopped." in screen and "Traceback" not in screen
 
     child = spawn("--lang", "zh")
-    wait_for_paste_prompt(child, "粘贴报错")
+    wait_for_paste_prompt(child, "把报错粘贴进来")
     child.sendcontrol("d")
     code, screen = finish(child)
     assert code == 130 and "已退出" in screen and "Traceback" not in screen
