@@ -44,8 +44,9 @@ def drive(keys: str, lang: str) -> tuple[int, str]:
 
 
 # no paste; a description; the two tailoring questions (first option); do not save
-TO_THE_REPORT_EN = ENTER + "I call backward twice per step" + ENTER + ENTER + ENTER + "n"
-TO_THE_REPORT_ZH = ENTER + "每个 step 调用了两次 backward" + ENTER + ENTER + ENTER + "n"
+# describe, two selects, no full report, no save
+TO_THE_REPORT_EN = ENTER + "I call backward twice per step" + ENTER + ENTER + ENTER + "nn"
+TO_THE_REPORT_ZH = ENTER + "每个 step 调用了两次 backward" + ENTER + ENTER + ENTER + "nn"
 
 
 def test_a_question_then_a_detail_then_an_empty_line():
@@ -59,7 +60,7 @@ def test_a_question_then_a_detail_then_an_empty_line():
     )
     code, screen = drive(keys, "en")
     assert code == 0, screen[-1500:]
-    after = screen.split("Likely causes", 1)[1]  # the prompts go to the terminal, not here
+    after = screen.split("Most likely:", 1)[1]  # the prompts go to the terminal, not here
     cost = KB.fixes["find_unused_parameters"].cost.en
     assert cost.split(",")[0] in after  # the answer, from the fix's own `cost`
     assert "fixes.yaml › find_unused_parameters › cost" in after
@@ -88,7 +89,7 @@ def test_nothing_new_says_so_and_keeps_asking():
 @pytest.mark.parametrize("key", [CTRL_C, CTRL_D])
 def test_ctrl_c_or_ctrl_d_at_a_follow_up_ends_normally(key):
     code, screen = drive(TO_THE_REPORT_EN + key, "en")
-    assert code == 0 and "Likely causes" in screen and "Traceback" not in screen
+    assert code == 0 and "Most likely:" in screen and "Traceback" not in screen
 
 
 def test_pty_follow_up_question():
@@ -112,6 +113,8 @@ def test_pty_follow_up_question():
     child.send(ENTER)
     child.expect(r"Enter\)")
     child.send(ENTER)
+    child.expect("full report")
+    child.send("n")
     child.expect("Markdown")
     child.send("n")
     child.expect("leaves")

@@ -56,6 +56,7 @@ def problems(en: str, zh: str) -> list[str]:
     """Every glossary rule a Chinese text breaks (empty: it follows the rules)."""
     found = []
     zh = re.sub(r"\{said\}", "你确认", zh)  # the renderer's own words; other fields are names
+    zh = re.sub(r"%\(\w+\)[sdr]", "{x}", zh)  # argparse's placeholders are placeholders too
     prose = _prose(zh)
     if re.search(rf"[{CJK}][,;:?!()]|[,;:?!(][{CJK}]", prose):
         found.append("half-width punctuation in a Chinese sentence")
