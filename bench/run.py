@@ -262,15 +262,56 @@ def biglog(env: Env, sizes: list[str], log_dir: Path, runs: int) -> list[tuple]:
             with open(path, "rb") as handle:  # into the page cache, for both tools alike
                 while handle.read(16 << 20):
                     pass
-            ours, theirs = [], []
+            ours, theirs, pure = [], [], []
+            # the pure-Python search too (DDP_DOCTOR_NO_ACCEL), where Hyperscan is installed
+            no_accel = Env(env.python, env.script, dict(env.environ, DDP_DOCTOR_NO_ACCEL="1"))
             for _ in range(runs):
                 if grep:
                     theirs.append(time_run([grep, "-c", ANCHOR, str(path)], env))
                 ours.append(time_run([env.script, "triage", "--json", str(path)], env))
+                pure.append(time_run([env.script, "triage", "--json", str(path)], no_accel))
             ours_s = statistics.median(t for t, _ in ours)
+            pure_s = statistics.median(t for t, _ in pure)
             grep_s = statistics.median(t for t, _ in theirs) if theirs else float("nan")
             rss = peak_rss([env.script, "triage", "--json", str(path)], env) / 1024
-            rows.append((size, where, grep_s, ours_s, ours_s / grep_s, rss, path.stat().st_size))
+            rows.append(
+                (size, where, grep_s, ours_s, ours_s / grep_s, pure_s, rss, path.stat().st_size)
+            )
+    return rows
+
+
+def hostile(env: Env, work: Path, runs: int) -> list[tuple[str, float, int, str]]:
+    """Seconds until a hostile user rules folder is refused (issue 14: must be under 1 s)."""
+    bomb = work / "rules-bomb"
+    bomb.mkdir(exist_ok=True)
+    levels = ["        - &c0 {family: x}"]
+    for i in range(1, 10):
+        levels.append(f"        - &c{i} {{any: [" + ", ".join([f"*c{i - 1}"] * 10) + "]}")
+    (bomb / "signatures.yaml").write_text(
+        "families: []\nnotes:\n  - id: bomb\n    when:\n      any:\n"
+        + "\n".join(levels)
+        + "\n    text: {en: boom, zh: x}\n",
+        encoding="utf-8",
+    )
+    regex = work / "rules-regex"
+    regex.mkdir(exist_ok=True)
+    (regex / "signatures.yaml").write_text(
+        "families: []\nhints:\n  - pattern: '(a+)+$'\n    sets: {framework: plain}\n",
+        encoding="utf-8",
+    )
+    line = work / "line.txt"
+    line.write_text("a" * 40 + "!\n", encoding="utf-8")
+    rows = []
+    for name, folder in (("alias bomb ten deep in notes[].when", bomb), ("`(a+)+$` hint", regex)):
+        argv = [env.script, "triage", "--rules", str(folder), str(line)]
+        times, code = [], None
+        for _ in range(runs):
+            started = time.perf_counter()
+            done = subprocess.run(argv, capture_output=True, text=True, env=env.environ)
+            times.append(time.perf_counter() - started)
+            code = done.returncode
+        message = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
+        rows.append((name, statistics.median(times), code, message))
     return rows
 
 
@@ -279,7 +320,9 @@ def biglog(env: Env, sizes: list[str], log_dir: Path, runs: int) -> list[tuple]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="ddp-doctor benchmarks")
-    parser.add_argument("what", nargs="?", choices=("all", "startup", "biglog"), default="all")
+    parser.add_argument(
+        "what", nargs="?", choices=("all", "startup", "biglog", "hostile"), default="all"
+    )
     parser.add_argument("--runs", type=int, default=40, help="start-up runs per command")
     parser.add_argument("--log-runs", type=int, default=3, help="runs per big log")
     parser.add_argument("--sizes", default="100M,1G")
@@ -298,19 +341,28 @@ def main() -> None:
             for name, ms, ratio in startup(env, args.runs):
                 print(f"| {name} | {ms:.1f} | {ratio} |")
             print()
+        if args.what in ("all", "hostile"):
+            print(
+                "| hostile rules folder | s (median of 5) | exit | message |\n|---|---:|---:|---|"
+            )
+            for name, seconds, code, message in hostile(env, work, 5):
+                shown = message.replace(str(work), "…")[:140]
+                print(f"| {name} | {seconds:.2f} | {code} | {shown} |")
+            print()
         if args.what in ("all", "biglog"):
             log_dir = args.keep_logs or work / "logs"
             log_dir.mkdir(parents=True, exist_ok=True)
             print(
                 f"| log (median of {args.log_runs}) | error | grep -c s | ddp-doctor s "
-                "| × grep | peak RSS MB |\n|---|---|---:|---:|---:|---:|"
+                "| × grep | pure search s | × grep | peak RSS MB |\n"
+                "|---|---|---:|---:|---:|---:|---:|---:|"
             )
-            for size, where, grep_s, ours_s, ratio, rss, nbytes in biglog(
+            for size, where, grep_s, ours_s, ratio, pure_s, rss, nbytes in biglog(
                 env, args.sizes.split(","), log_dir, args.log_runs
             ):
                 print(
                     f"| {size} ({nbytes / 1e6:,.0f} MB) | {where} | {grep_s:.2f} | {ours_s:.2f} "
-                    f"| {ratio:.1f}× | {rss:.0f} |"
+                    f"| {ratio:.1f}× | {pure_s:.2f} | {pure_s / grep_s:.1f}× | {rss:.0f} |"
                 )
 
 

@@ -319,39 +319,56 @@ def _merge_by_id(base: list, extra: list) -> list:
 
 
 def _read_raw(rules_dirs: list[str]) -> dict[str, Any]:
-    """Read and merge every rules file; validate each file before merging."""
+    """Read and merge every rules file; validate each file before merging.
+
+    The user's files (after the first folder) are read and checked first: a hostile one
+    (an alias bomb, a catastrophic regex) is refused before any time goes into parsing the
+    built-in rules."""
     from .rules_check import check_rules  # only a cache miss validates
 
+    files = [
+        (path, number == 0)  # the built-in rules; the tests hold them to the same checks
+        for number, rules_dir in enumerate(rules_dirs)
+        for path in _rule_paths(rules_dir)
+    ]
+    parsed: dict[str, Any] = {}
+    for path, trusted in sorted(files, key=lambda item: item[1]):  # the user's first
+        data = _read_yaml(path, trusted)
+        regexes: list[tuple[tuple, str]] = []
+        problem = check_rules(_kind(path), data, regexes)
+        if problem is None and not trusted:
+            problem = _slow_regex(regexes)
+        if problem is not None:
+            where, message = problem
+            raise RulesError(path, _line_of(path, where), message)
+        parsed[path] = data
     raw: dict[str, Any] = {"messages": {}}
-    for number, rules_dir in enumerate(rules_dirs):
-        trusted = number == 0  # the built-in rules; the tests hold them to the same checks
-        for path in _rule_paths(rules_dir):
-            data = _read_yaml(path, trusted)
-            name = os.path.basename(path)
-            in_messages = os.path.basename(os.path.dirname(path)) == MESSAGES_DIR
-            kind = "messages" if in_messages else os.path.splitext(name)[0]
-            regexes: list[tuple[tuple, str]] = []
-            problem = check_rules(kind, data, regexes)
-            if problem is None:
-                problem = _check_texts(kind, data, raw["messages"], trusted)
-            if problem is None and not trusted:
-                problem = _slow_regex(regexes)
-            if problem is not None:
-                where, message = problem
-                raise RulesError(path, _line_of(path, where), message)
-            if kind == "messages":
-                for key, value in data.items():
-                    raw["messages"][key] = value
-                continue
-            for section, value in data.items():
-                if isinstance(value, list) and isinstance(raw.get(section), list):
-                    raw[section] = _merge_by_id(raw[section], value)
-                elif isinstance(value, dict) and isinstance(raw.get(section), dict):
-                    raw[section] = {**raw[section], **value}
-                else:
-                    raw[section] = value
+    for path, trusted in files:
+        data, kind = parsed[path], _kind(path)
+        problem = _check_texts(kind, data, raw["messages"], trusted)
+        if problem is not None:
+            where, message = problem
+            raise RulesError(path, _line_of(path, where), message)
+        if kind == "messages":
+            for key, value in data.items():
+                raw["messages"][key] = value
+            continue
+        for section, value in data.items():
+            if isinstance(value, list) and isinstance(raw.get(section), list):
+                raw[section] = _merge_by_id(raw[section], value)
+            elif isinstance(value, dict) and isinstance(raw.get(section), dict):
+                raw[section] = {**raw[section], **value}
+            else:
+                raw[section] = value
     _check_references(raw, rules_dirs)
     return _tidy_chinese(raw)
+
+
+def _kind(path: str) -> str:
+    """`messages` for a file in messages/, else the file's name: `signatures`, `causes`..."""
+    if os.path.basename(os.path.dirname(path)) == MESSAGES_DIR:
+        return "messages"
+    return os.path.splitext(os.path.basename(path))[0]
 
 
 def _check_texts(kind: str, data: Any, messages: dict, trusted: bool) -> tuple | None:
