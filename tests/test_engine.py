@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from ddp_doctor import engine
 from ddp_doctor.kb import load
 from ddp_doctor.render import build_report, to_markdown
@@ -19,19 +20,11 @@ KB = load()
 FIXTURES = Path(__file__).parent / "fixtures"
 MAX_QUESTIONS = 4
 
-# what an ordinary training loop is like; each case changes what makes it break
-ORDINARY = {
-    "multitask": False,
-    "backward_calls": "one",
-    "forward_unused_outputs": False,
-    "conditional_modules": "none",
-    "requires_grad_changed": False,
-    "gradient_checkpointing": "none",
-    "tied_weights": False,
-    "find_unused_enabled": False,
-    "framework": "pytorch",
-    "revealed_module_state": "used",
-}
+RULES_CAUSES = yaml.safe_load(
+    (Path(__file__).parent.parent / "rules" / "causes.yaml").read_text("utf-8")
+)
+# what an ordinary training loop is like; each case changes what makes it break (causes.yaml)
+ORDINARY = RULES_CAUSES["case_baseline"]
 
 
 def truth(**changes):
@@ -39,41 +32,12 @@ def truth(**changes):
     return {k: v for k, v in facts.items() if v is not None}
 
 
-# cause -> (error family the user pasted, or None for no paste; truths)
+# the expected cases that sit beside each cause in causes.yaml:
+# (cause, case number) -> (error family the user pasted; truths)
 CASES = {
-    "unused_module": ("unfinished_reduction", truth(revealed_module_state="not_called")),
-    "unused_forward_output": (
-        "unfinished_reduction",
-        truth(forward_unused_outputs=True, revealed_module_state="output_ignored"),
-    ),
-    "multitask_missing_loss": (
-        "unfinished_reduction",
-        # the forgotten head's output is returned but unused: whether that counts as
-        # "forward returns an output the loss ignores" is unclear to the user
-        truth(
-            multitask=True,
-            all_losses_summed=False,
-            revealed_module_state="output_ignored",
-            forward_unused_outputs=None,
-        ),
-    ),
-    "multiple_backward": (
-        "unfinished_reduction",
-        truth(backward_calls="many", backward_from_intermediate=True),
-    ),
-    "conditional_branch": (
-        "unfinished_reduction",
-        truth(conditional_modules="steps", revealed_module_state="sometimes"),
-    ),
-    "frozen_params": ("unfinished_reduction", truth(requires_grad_changed=True)),
-    "gradient_checkpointing": ("mark_ready_twice", truth(gradient_checkpointing="reentrant")),
-    "shared_params": ("mark_ready_twice", truth(tied_weights=True)),
-    "framework_config": (
-        "unfinished_reduction",
-        truth(framework="lightning", worked_before_change=True, revealed_module_state=None),
-    ),
-    "needless_find_unused": ("unused_params_warning", truth(find_unused_enabled=True)),
-    "buffer_inplace": ("inplace_modification", truth()),
+    (cause["id"], number): (case["family"], truth(**case["truths"]))
+    for cause in RULES_CAUSES["causes"]
+    for number, case in enumerate(cause.get("cases", []), 1)
 }
 
 
@@ -112,14 +76,16 @@ def interview(facts: dict, answer, modules=()) -> tuple[dict, list[engine.AskedQ
         assert len(asked_so_far) <= MAX_QUESTIONS
 
 
-def test_every_cause_has_a_scripted_case():
-    assert set(CASES) == {c.id for c in KB.causes}
+def test_every_cause_has_an_expected_case():
+    assert {cause for cause, _ in CASES} == {c.id for c in KB.causes}
 
 
 @pytest.mark.parametrize("modules", [(), ("decoder.aux_head",)], ids=["no-names", "names"])
-@pytest.mark.parametrize("cause", sorted(CASES))
-def test_honest_interview_reaches_the_cause(cause, modules):
-    family, facts_true = CASES[cause]
+@pytest.mark.parametrize("case", sorted(CASES), ids=lambda c: f"{c[0]}-{c[1]}")
+def test_honest_interview_reaches_the_cause(case, modules):
+    """The generic test of the causes' `cases` (causes.yaml)."""
+    cause = case[0]
+    family, facts_true = CASES[case]
     facts, asked = interview(start_facts(family), lambda a: honest(a, facts_true), modules)
     ranked = engine.rank_causes(KB, facts)
     assert ranked[0].id == cause, [(r.id, round(r.probability, 2)) for r in ranked[:3]]

@@ -188,15 +188,6 @@ class Question:
 
 
 @record
-class Keyword:
-    """Words in a free-text description that imply facts (`ddp-doctor ask`)."""
-
-    substrings: tuple[str, ...]  # lower-cased
-    regexes: tuple[re.Pattern, ...]
-    sets: Mapping[str, Any]
-
-
-@record
 class KnowledgeBase:
     """Everything the rules say, validated and frozen."""
 
@@ -206,7 +197,6 @@ class KnowledgeBase:
     causes: tuple[Cause, ...]
     fixes: Mapping[str, Fix]
     questions: tuple[Question, ...]
-    keywords: tuple[Keyword, ...]
     messages: Mapping[str, Text]
     line_prefixes: tuple[re.Pattern, ...] = ()
     library_paths: re.Pattern = re.compile(r"(?!)")
@@ -730,15 +720,6 @@ def _question(raw: dict[str, Any]) -> Question:
     )
 
 
-def _keyword(raw: dict[str, Any]) -> Keyword:
-    matches = raw["match"]
-    return Keyword(
-        substrings=tuple(m.lower() for m in matches if not m.startswith("re:")),
-        regexes=tuple(LazyPattern(m[3:], re.IGNORECASE) for m in matches if m.startswith("re:")),
-        sets=_frozen(raw["sets"]),
-    )
-
-
 def _note(raw: dict[str, Any]) -> Note:
     return Note(raw["id"], _frozen(raw["when"]), _text(raw["text"]))
 
@@ -754,7 +735,6 @@ def _build(raw: dict[str, Any]) -> KnowledgeBase:
         causes=tuple(_cause(c) for c in raw.get("causes", [])),
         fixes=_frozen(fixes),
         questions=tuple(_question(q) for q in raw.get("questions", [])),
-        keywords=tuple(_keyword(k) for k in raw.get("keywords", [])),
         messages=_frozen(messages),
         line_prefixes=tuple(re.compile(p) for p in raw.get("line_prefixes", [])),
         notes=tuple(_note(n) for n in raw.get("notes", [])),
