@@ -117,3 +117,22 @@ def test_the_checker_catches_what_it_claims():
     assert problems("x", "hf_trainer 没有专门的写法")
     assert not problems("the job's parameters", "训练进程的参数（`aux_head.weight`）没有梯度。")
     assert not problems("the first epoch", "第一轮 epoch 结束时")
+
+
+def test_answers_match_the_questions_verb():
+    """Glossary rule 2: 有没有…？ is answered 有 / 没有; 是否已设置…？ 已设置 / 未设置."""
+    from ddp_doctor.kb import load
+
+    wrong = []
+    for question in load().questions:
+        text = question.text.zh
+        for option in question.options:
+            if option.value not in ("yes", "no"):
+                continue
+            label = option.label.zh
+            if "有没有" in text and not label.startswith(("有", "没有")):
+                wrong.append((question.id, label))
+            set_question = "已设置" in text or "已经设置" in text
+            if set_question and not label.startswith(("已设置", "未设置")):
+                wrong.append((question.id, label))
+    assert wrong == []
