@@ -68,21 +68,32 @@ def verdict(case_: matrix.Case, scenario: str, applied: str) -> tuple[str, str]:
     return VERDICTS[key]
 
 
+def _selected_cases(request) -> list[matrix.Case]:
+    """The cases this session's selected tests of this module ask about (all by default)."""
+    names = set()
+    for item in request.session.items:
+        callspec = getattr(item, "callspec", None)
+        if item.module is request.module and callspec and "name" in callspec.params:
+            names.add(callspec.params["name"])
+    return [c for c in matrix.CASES if c.name in names]
+
+
 @pytest.fixture(scope="module")
-def advice(tmp_path_factory) -> dict:
+def advice(request, tmp_path_factory) -> dict:
     """case -> path -> Advice. Starts the live `run` jobs first and every fix job the
     offline paths call for, so the pool is busy while the tests read results."""
-    for c in matrix.CASES:
+    cases = _selected_cases(request)
+    for c in cases:
         harness.submit(c.scenario, c.base, None, "run")
     tmp = tmp_path_factory.mktemp("matrix")
-    table = {c.name: matrix.offline_advice(c, tmp) for c in matrix.CASES}
-    for c in matrix.CASES:
+    table = {c.name: matrix.offline_advice(c, tmp) for c in cases}
+    for c in cases:
         for per in table[c.name].values():
             for fix_id in {*per.advised, *per.warned, *map(matrix.conditional_id, per.conditional)}:
                 for scenario, applied in matrix.fix_jobs(c, fix_id):
                     if implemented(scenario, applied):
                         harness.submit(scenario, applied)
-    for c in matrix.CASES:
+    for c in cases:
         run = harness.submit(c.scenario, c.base, None, "run").result()
         table[c.name]["run"] = matrix.advice_of(run.run_report)
     return table
