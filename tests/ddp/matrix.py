@@ -468,10 +468,12 @@ class Advice:
 
     advised: tuple[str, ...]  # JSON `fixes` of kind fix
     conditional: tuple[dict, ...]  # JSON `conditional_fixes` (engine schema 2), as given
-    warned: tuple[str, ...]  # JSON `warnings`
+    warned: tuple[str, ...]  # JSON `warnings` (ids)
     snippets: dict  # fix id -> snippet of the advised fixes
     top_cause: str | None
     facts: dict = field(default_factory=dict)  # what the engine knew
+    # JSON `warnings` as given: schema 2 names the failing outcome (cause, result, scenario)
+    warnings: tuple[dict, ...] = ()
 
 
 def advice_of(report: dict | None) -> Advice:
@@ -486,6 +488,7 @@ def advice_of(report: dict | None) -> Advice:
         snippets={f["id"]: f.get("snippet") or "" for f in fixes},
         top_cause=causes[0].get("id"),
         facts=dict(report.get("facts") or {}),
+        warnings=tuple(report.get("warnings", [])),
     )
 
 

@@ -136,10 +136,23 @@ def test_every_advised_fix_works(name: str, advice: dict):
 
 @pytest.mark.parametrize("name", CASE_IDS)
 def test_every_warned_fix_fails(name: str, advice: dict):
+    """A warning that cites a measured outcome (schema 2: cause, result, scenario) must cite
+    a real one: that fix on that scenario really ends that way. A warning without one (the
+    fix's own `avoid_when` matched this user's facts) must fail on this very job."""
     case_ = matrix.BY_NAME[name]
     failures = []
     for path, per in advice[name].items():
-        for fix_id in per.warned:
+        for warning in per.warnings:
+            fix_id = warning["id"]
+            if warning.get("scenario"):
+                scenario, applied = matrix.outcome_job(fix_id, {"scenario": warning["scenario"]})
+                result, detail = verdict(case_, scenario, applied)
+                if result != warning.get("result"):
+                    failures.append(
+                        f"{path}: warns {fix_id} is {warning.get('result')} on {scenario} "
+                        f"({applied}), measured {result} {detail}"
+                    )
+                continue
             for scenario, applied in matrix.fix_jobs(case_, fix_id):
                 if not implemented(scenario, applied):
                     continue  # nothing to run: the scenario has no code for it
