@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 
 from .kb import Extractor, Family, KnowledgeBase
 from .normalise import Line, clean_lines, collapse_space
-from .record import field, record
+from .record import field, record, replace
 
 # typing is only read by type checkers: importing it costs start-up time
 TYPE_CHECKING = False
@@ -25,6 +25,7 @@ BLOCK_LINES = 40  # lines after an anchor that can still belong to the same mess
 MESSAGE_LINES = BLOCK_LINES * 4
 TRACEBACK_LINES = 400  # lines before an anchor searched for the traceback
 LINES_ABOVE_TRACEBACK = 3  # lines above a traceback that may say which process raised it
+MIN_RUN_FROM_ZERO = 4  # indices 0..N, at least this many, read as "everything up to N"
 
 _TRACEBACK_START = "Traceback (most recent call last)"
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$')
@@ -61,6 +62,9 @@ class Finding:
     quote: str  # the line that names the error, as the user will recognise it
     facts: Mapping[str, Any] = field(default_factory=dict)
     occurrences: int = 1
+    # text in a parameter list that is not a dotted identifier: quoted back to the user as
+    # text, never used as a name (a name ends up in code the user is told to run)
+    rejected_names: tuple[str, ...] = ()
 
     def identity(self) -> tuple:
         """Two findings with the same identity are the same error printed twice."""
@@ -76,12 +80,19 @@ class Finding:
 class Extracted:
     """What the rules' extractors pulled out of one message (and the lines before it)."""
 
-    __slots__ = ("ranks", "unused_parameter_indices", "unused_parameter_names", "torch_version")
+    __slots__ = (
+        "ranks",
+        "unused_parameter_indices",
+        "unused_parameter_names",
+        "rejected_names",
+        "torch_version",
+    )
 
     def __init__(self) -> None:
         self.ranks: list[int] = []
         self.unused_parameter_indices: list[int] = []
         self.unused_parameter_names: list[str] = []
+        self.rejected_names: list[str] = []
         self.torch_version: list[str] = []
 
     def add(self, extractor_field: str, value: str) -> None:
@@ -95,9 +106,130 @@ class Extracted:
             if value.isdecimal():
                 self.unused_parameter_indices.append(int(value))
         elif extractor_field == "unused_parameter_names":
-            self.unused_parameter_names.append(value)
+            if is_parameter_name(value):
+                self.unused_parameter_names.append(value)
+            else:
+                self.rejected_names.append(value)
         elif extractor_field == "torch_version":
             self.torch_version.append(value)
+
+
+# ---------------------------------------------------------------------------- names
+
+# PyTorch names parameters by attribute path: dotted identifiers (`decoder.0.weight`)
+_PARAMETER_NAME = re.compile(r"[A-Za-z_]\w*(?:\.\w+)*")
+_LIST_TOKEN = re.compile(r"\s*([^\s,]+)")
+_LIST_COMMA = re.compile(r"\s*,")
+_BULLET = re.compile(r"\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
+_CLOSING = "\"'`.;:)]}>"
+_WRAP_WIDTH = 60  # a line this long that ends inside a name was cut by the terminal
+
+
+def is_parameter_name(text: str) -> bool:
+    """A dotted identifier, the only shape of a PyTorch parameter name; anything else from a
+    log (`head;__import__('os')...`, backticks, spaces) is text, never a name."""
+    return _PARAMETER_NAME.fullmatch(text) is not None
+
+
+class _ListState:
+    """Where the reading of one list of names stands."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.rejected: list[str] = []
+        self.carry = ""  # the last token of a line that ended inside the list, no comma after
+        self.open = True  # the list goes on on the next line (it ended with a comma)
+
+    def accept(self, raw: str, last: bool) -> None:
+        token = raw.rstrip(_CLOSING).lstrip("\"'`") if last else raw
+        (self.names if is_parameter_name(token) else self.rejected).append(token or raw)
+
+
+def parse_name_list(first: str, following: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Names in a comma-separated parameter list that may run over several lines.
+
+    `first` is the text after the list's header, `following` the lines after it. The list
+    goes on while a line ends with a comma, while lines start with a bullet, and across a
+    terminal's hard wrap in the middle of a name; it ends at the first token not followed by
+    a comma (text glued on after a lost line break: `a.weight Parameter indices ...`).
+    Returns (names, rejected tokens).
+    """
+    state = _ListState()
+    if _scan_list_line(first, state) == "end":
+        return state.names, state.rejected
+    previous = first
+    for line in following:
+        bullet = _BULLET.match(line)
+        if state.carry:
+            glued = _glue(state, previous, line)
+            if glued is None:
+                break
+            line = glued
+        elif bullet:
+            line = line[bullet.end() :]
+        elif not state.open or not _starts_item(line):
+            break
+        if _scan_list_line(line, state) == "end":
+            return state.names, state.rejected
+        previous = line
+    if state.carry:
+        state.accept(state.carry, last=True)
+    return state.names, state.rejected
+
+
+def _glue(state: _ListState, previous: str, line: str) -> str | None:
+    """The next line, with the carried token of the previous one put back in front of it.
+
+    A long line cut inside a name (`...layers.2` / `3.attention...`) continues without a
+    space; a short line holding one name is a one-name-per-line list. None: the list ended.
+    """
+    token = _LIST_TOKEN.match(line)
+    bullet = _BULLET.match(line)
+    carry, state.carry = state.carry, ""
+    if token is None or bullet:
+        state.accept(carry, last=True)
+        return line[bullet.end() :] if bullet else None
+    after = line[token.end() :]
+    ends_item = not after.strip() or _LIST_COMMA.match(after) is not None
+    glued = carry + token.group(1)
+    if len(previous) >= _WRAP_WIDTH and ends_item and is_parameter_name(glued.rstrip(_CLOSING)):
+        return glued + after
+    state.accept(carry, last=True)
+    if ends_item and is_parameter_name(token.group(1).rstrip(_CLOSING)):
+        return line  # one name per line
+    return None
+
+
+def _starts_item(line: str) -> bool:
+    """The line begins with one list item (a name followed by a comma or the line's end),
+    not with a sentence (`Parameter indices which ...`)."""
+    token = _LIST_TOKEN.match(line)
+    if token is None:
+        return False
+    after = line[token.end() :]
+    return not after.strip() or _LIST_COMMA.match(after) is not None
+
+
+def _scan_list_line(line: str, state: _ListState) -> str:
+    """Consume the names of one line. 'end': the list ended on it; 'more': it may go on."""
+    position = 0
+    state.open = False
+    while True:
+        token = _LIST_TOKEN.match(line, position)
+        if token is None:
+            state.open = position > 0 or not line.strip()
+            return "more"
+        position = token.end()
+        comma = _LIST_COMMA.match(line, position)
+        if comma is not None:
+            state.accept(token.group(1), last=False)
+            position = comma.end()
+            continue
+        if line[position:].strip():  # other text follows the name: the list is over
+            state.accept(token.group(1), last=True)
+            return "end"
+        state.carry = token.group(1)
+        return "more"
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -140,19 +272,45 @@ class Analyser:
         anchored = {i: self._families(line) for i, line in enumerate(lines)}
         anchored = {i: fams for i, fams in anchored.items() if fams}
         consumed: set[int] = set()
+        window_facts: dict[str, Any] | None = None
         for index, families in anchored.items():
             if index in consumed:
                 continue
             for family in families:  # rules order: the first family that matches wins
-                block = self._block(lines, index, family, anchored)
-                joined = "\n".join(lines[j].text for j in block)
-                flat = collapse_space(joined)
-                if any(p.search(flat) for p in family.patterns):
-                    consumed.update(block)
-                    finding = self._finding(family, lines, index, block, joined, flat, anchored)
-                    findings.append(finding)
-                    break
+                block, rank = self._block(lines, index, family, anchored)
+                if not self._starts_message(lines, index, block, family, anchored):
+                    continue
+                consumed.update(block)
+                if window_facts is None:
+                    window_facts = self._window_facts(lines)
+                texts = _BlockTexts(lines, block)
+                finding = self._finding(family, lines, index, rank, texts, consumed)
+                findings.append(replace(finding, facts={**window_facts, **finding.facts}))
+                break
         return findings
+
+    @staticmethod
+    def _starts_message(lines, index, block, family, anchored) -> bool:  # noqa: PLR0913
+        """A family's pattern matches from the anchor's line on, before the next line that
+        anchors the same family: a traceback frame naming DDP's check, or the last line of
+        one message, must not take the message below it."""
+        head = []
+        for j in block:
+            if j != index and family in anchored.get(j, ()):
+                break
+            head.append(j)
+        texts = _BlockTexts(lines, head)
+        return any(texts.search(pattern) for pattern in family.patterns)
+
+    def _window_facts(self, lines: list[Line]) -> dict[str, Any]:
+        """Facts the text around an error reveals (`hints`): a framework's frames, a
+        checkpoint warning printed before the traceback, LoRA names, launch flags."""
+        text = "\n".join(line.text for line in lines)
+        facts: dict[str, Any] = {}
+        for hint in self.kb.hints:
+            if hint.pattern.search(text):
+                facts.update(hint.sets)
+        return facts
 
     def _families(self, line: Line) -> list[Family]:
         return [f for f in self.kb.families if any(a in line.text for a in f.anchors)]
@@ -160,15 +318,21 @@ class Analyser:
     @staticmethod
     def _block(
         lines: list[Line], index: int, family: Family, anchored: dict[int, list[Family]]
-    ) -> list[int]:
-        """Indices of the anchor line and the lines after it that continue its message.
+    ) -> tuple[list[int], int | None]:
+        """Indices of the anchor line and the lines after it that continue its message, and
+        the rank that printed it.
 
         The message ends where another error starts: a traceback, a line anchoring another
         family, or the same message printed again. Lines of other ranks are skipped, since
-        launchers interleave the ranks' output.
+        launchers interleave the ranks' output. A message copied from its first line has no
+        rank prefix there but on the lines after it: it takes the rank of the next line.
         """
         rank = lines[index].rank
         opening = {a for a in family.anchors if a in lines[index].text}
+        if rank is None and index + 1 < len(lines):
+            following = lines[index + 1]
+            if not any(a in following.text for a in opening):  # not the next rank's message
+                rank = following.rank
         block = [index]
         for j in range(index + 1, min(len(lines), index + 1 + MESSAGE_LINES)):
             line = lines[j]
@@ -183,10 +347,10 @@ class Analyser:
             block.append(j)
             if len(block) >= BLOCK_LINES:
                 break
-        return block
+        return block, rank
 
     @staticmethod
-    def _context(lines: list[Line], index: int, anchored: Mapping[int, Any]) -> list[Line]:
+    def _context(lines: list[Line], index: int, consumed: set[int]) -> list[Line]:
         """Same-rank lines before the anchor, back to the start of its traceback and the
         few lines above it (spawn's "-- Process 1 terminated with the following error:").
 
@@ -198,7 +362,7 @@ class Analyser:
         for j in range(index - 1, max(-1, index - 1 - TRACEBACK_LINES), -1):
             if lines[j].rank != rank:
                 continue
-            if j in anchored:
+            if j in consumed:
                 break
             context.append(lines[j])
             if above is not None:
@@ -231,20 +395,17 @@ class Analyser:
             )
         return _dedupe(frames)
 
-    def _finding(self, family, lines, index, block, joined, flat, anchored) -> Finding:  # noqa: PLR0913
-        context = self._context(lines, index, anchored)
+    def _finding(self, family, lines, index, rank, texts, consumed) -> Finding:  # noqa: PLR0913
+        context = self._context(lines, index, consumed)
         context_text = "\n".join(line.text for line in context)
-        extracted = self._extract(joined, context_text)
+        extracted = self._extract(texts.lines, context_text)
         facts: dict[str, Any] = dict(family.sets)
         for rule in family.facts:
-            if rule.pattern.search(flat):
+            if texts.search(rule.pattern):
                 facts.update(rule.sets)
-        for hint in self.kb.hints:
-            if hint.pattern.search(context_text) or hint.pattern.search(joined):
-                facts.update(hint.sets)
         ranks = list(extracted.ranks)
-        if lines[index].rank is not None:
-            ranks.insert(0, lines[index].rank)
+        if rank is not None:
+            ranks.insert(0, rank)
         names = _dedupe(n for n in extracted.unused_parameter_names if n)
         enabled = facts.get("find_unused_enabled")
         return Finding(
@@ -260,11 +421,16 @@ class Analyser:
             user_frames=self._user_frames(context),
             quote=lines[index].text.strip()[:300],
             facts=facts,
+            rejected_names=_dedupe(extracted.rejected_names),
         )
 
-    def _extract(self, block_text: str, context_text: str) -> Extracted:
+    def _extract(self, block_lines: list[str], context_text: str) -> Extracted:
         found = Extracted()
+        block_text = "\n".join(block_lines)
         for extractor in self.kb.extractors:
+            if _is_name_list(extractor):
+                _record_name_lists(found, extractor, block_lines)
+                continue
             texts = (
                 (context_text, block_text) if extractor.field in _CONTEXT_FIELDS else (block_text,)
             )
@@ -272,6 +438,37 @@ class Analyser:
                 for match in extractor.pattern.finditer(text):
                     _record(found, extractor, match)
         return found
+
+
+class _BlockTexts:
+    """The lines of one message, and the two ways to read them as one text: joined with a
+    space (a line break between words) and glued (a terminal's hard wrap inside a word,
+    `gradi` / `ent`). A pattern matches the message if it matches either."""
+
+    def __init__(self, lines: list[Line], block: list[int]):
+        self.lines = [lines[j].text for j in block]
+        self.flat = collapse_space("\n".join(self.lines))
+        self.glued = collapse_space("".join(self.lines))
+
+    def search(self, pattern: re.Pattern) -> bool:
+        return pattern.search(self.flat) is not None or pattern.search(self.glued) is not None
+
+
+def _is_name_list(extractor: Extractor) -> bool:
+    return extractor.field == "unused_parameter_names" and extractor.split == ","
+
+
+def _record_name_lists(found: Extracted, extractor: Extractor, lines: list[str]) -> None:
+    """A list of names may run over the lines after its header (wrapped, bulleted, quoted)."""
+    for number, line in enumerate(lines):
+        for match in extractor.pattern.finditer(line):
+            start = match.start("value") if "value" in extractor.pattern.groupindex else match.end()
+            names, rejected = parse_name_list(line[start:], lines[number + 1 :])
+            for name in names:
+                found.add(extractor.field, name)
+            found.rejected_names.extend(rejected)
+            if "rank" in extractor.pattern.groupindex and match.group("rank") is not None:
+                found.add("ranks", match.group("rank"))
 
 
 def _record(found: Extracted, extractor: Extractor, match: re.Match) -> None:
@@ -313,7 +510,15 @@ def facts_from_findings(findings: list[Finding]) -> dict[str, Any]:
     if any(e is not None for e in enabled):
         facts["find_unused_enabled"] = any(e for e in enabled if e is not None)
     facts["ranks_disagree"] = _ranks_disagree(findings)
+    facts["indices_from_zero"] = any(_indices_from_zero(f) for f in findings)
     return facts
+
+
+def _indices_from_zero(finding: Finding) -> bool:
+    """Every parameter from index 0 to the last one listed got no gradient: a whole stack of
+    layers cut off from the loss, not one forgotten module."""
+    indices = finding.unused_parameter_indices
+    return len(indices) >= MIN_RUN_FROM_ZERO and set(indices) == set(range(max(indices) + 1))
 
 
 def _ranks_disagree(findings: list[Finding]) -> bool:
