@@ -7,9 +7,12 @@ where the thread settles it) was written from the thread, not from the tool's ou
 
 from __future__ import annotations
 
+import json
+
 import corpus_eval
 import pytest
 from ddp_doctor import kb as kb_module
+from helpers import cli
 
 KB = kb_module.load()
 ENTRIES = corpus_eval.load_corpus()
@@ -38,10 +41,15 @@ def test_names_and_indices(ident):
     assert outcome.indices == outcome.expected.indices
 
 
-def test_negatives_get_no_causes_and_no_fixes():
-    for outcome in OUTCOMES.values():
-        if outcome.expected.family == corpus_eval.NONE:
-            assert (outcome.causes, outcome.fixes) == ((), ()), outcome.expected.ident
+def test_json_for_a_negative_carries_no_causes_and_no_fixes():
+    """`--json` with no known error: nothing ranked, nothing advised (issue 11)."""
+    negatives = [e for e in ENTRIES if e.family == corpus_eval.NONE][:3]
+    done = cli("triage", "--json", *(str(e.text_path) for e in negatives))
+    report = json.loads(done.out)
+    assert done.returncode == 1
+    assert report["status"] == "no_known_error"
+    for key in ("causes", "fixes", "diagnostics", "warnings", "conditional_fixes"):
+        assert report.get(key, []) == [], key
 
 
 def test_cause_in_top_two_where_the_paste_shows_it():

@@ -211,25 +211,35 @@ def _starts_item(line: str) -> bool:
 
 
 def _scan_list_line(line: str, state: _ListState) -> str:
-    """Consume the names of one line. 'end': the list ended on it; 'more': it may go on."""
+    """Consume the names of one line. 'end': the list ended on it; 'more': it may go on.
+
+    Items are what lies between commas. One word is a name (or rejected text); a name followed
+    by more words is the last item (a sentence glued on after a lost line break); anything
+    else is rejected as a whole, and the list goes on after the next comma.
+    """
     position = 0
     state.open = False
     while True:
-        token = _LIST_TOKEN.match(line, position)
-        if token is None:
-            state.open = position > 0 or not line.strip()
+        comma = line.find(",", position)
+        chunk = line[position:] if comma < 0 else line[position:comma]
+        words = chunk.split()
+        if not words:
+            if comma < 0:  # the line ended right after a comma (or holds nothing)
+                state.open = position > 0 or not line.strip()
+                return "more"
+        elif len(words) == 1 and comma < 0:  # may go on after a terminal's hard wrap
+            state.carry = words[0]
             return "more"
-        position = token.end()
-        comma = _LIST_COMMA.match(line, position)
-        if comma is not None:
-            state.accept(token.group(1), last=False)
-            position = comma.end()
-            continue
-        if line[position:].strip():  # other text follows the name: the list is over
-            state.accept(token.group(1), last=True)
+        elif len(words) == 1:
+            state.accept(words[0], last=False)
+        elif is_parameter_name(words[0].rstrip(_CLOSING).lstrip("\"'`")):
+            state.accept(words[0], last=True)
             return "end"
-        state.carry = token.group(1)
-        return "more"
+        else:
+            state.rejected.append(chunk.strip())
+            if comma < 0:
+                return "end"
+        position = comma + 1
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -434,9 +444,12 @@ class Analyser:
             texts = (
                 (context_text, block_text) if extractor.field in _CONTEXT_FIELDS else (block_text,)
             )
-            for text in texts:
-                for match in extractor.pattern.finditer(text):
-                    _record(found, extractor, match)
+            matches = [m for text in texts for m in extractor.pattern.finditer(text)]
+            if not matches and extractor.field not in _CONTEXT_FIELDS:
+                # a terminal's hard wrap inside the value (`aux_head.wei` / `ght did not ...`)
+                matches = list(extractor.pattern.finditer(collapse_space("".join(block_lines))))
+            for match in matches:
+                _record(found, extractor, match)
         return found
 
 

@@ -189,12 +189,16 @@ def _emit(kb, args, diagnosis, lang: str, fmt: str) -> None:
 
 
 def _no_error_found(kb, lang: str, fmt: str, result) -> int:
+    from dataclasses import replace
+
     from .engine import diagnose
     from .i18n import tr
     from .render import emit
 
     if fmt == "json":
-        emit(kb, diagnose(kb, result), lang, fmt)
+        # no error, nothing to rank: the priors alone are no diagnosis (issue 11)
+        empty = replace(diagnose(kb, result), causes=(), fixes=(), diagnostics=(), avoided=())
+        emit(kb, empty, lang, fmt)
     else:
         sys.stdout.write(tr(kb, "no_known_error", lang) + "\n")
         sys.stdout.write(tr(kb, "no_known_error_hint", lang) + "\n")

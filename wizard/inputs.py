@@ -6,6 +6,7 @@ the command line module.
 
 from __future__ import annotations
 
+import codecs
 import os
 import stat
 import sys
@@ -76,40 +77,109 @@ class Progress:
 
 
 def read_sources(kb, paths: Sequence[str], lang: str, max_bytes: int | None):
-    """Scan every input; returns the TriageResult. Raises UserError for bad inputs."""
-    from .i18n import tr
-    from .triage import scan_stream, summarise
+    """Scan every input; returns the TriageResult. Raises UserError for bad inputs.
 
-    scanners = []
-    for path in paths:
-        stream = open_input(path)
-        source = "<stdin>" if path == "-" else path
-        total = None
-        if path != "-":
-            try:
-                total = os.fstat(stream.fileno()).st_size or None
-            except (OSError, ValueError):
-                total = None
-        progress = Progress(total, tr(kb, "progress_scanning", lang))
+    With several inputs, one that is missing, empty, unreadable or binary is reported on
+    stderr and the others are still diagnosed; only when none is usable is it an error. The
+    same file named twice is read once.
+    """
+    from .i18n import tr
+    from .triage import summarise
+
+    scanners, problems = [], []
+    for path in _distinct(paths):
         try:
-            scanner = scan_stream(kb, stream, source, max_bytes, progress)
-        except OSError as exc:
-            raise UserError(
-                ExitCode.INPUT, "err_unreadable", path=path, reason=exc.strerror
-            ) from None
-        finally:
-            progress.clear()
-            if stream is not sys.stdin.buffer:
-                stream.close()
-        if not scanner.nonblank:
-            raise UserError(ExitCode.INPUT, "err_empty", path=source)
-        if scanner.hit_byte_limit:
-            warn(tr(kb, "warn_byte_limit", lang, path=source, limit=max_bytes))
-        scanners.append(scanner)
+            scanners.append(_scan_one(kb, path, lang, max_bytes))
+        except UserError as problem:
+            if len(paths) == 1:
+                raise
+            problems.append(problem)
+    for problem in problems[0 if scanners else 1 :]:
+        warn("ddp-doctor: " + tr(kb, problem.key, lang, **problem.fields))
+    if not scanners:
+        raise problems[0]
     result = summarise(kb, scanners)
     if result.looks_binary:
         raise UserError(ExitCode.INPUT, "err_binary", path=", ".join(result.sources))
     return result
+
+
+def _distinct(paths: Sequence[str]) -> list[str]:
+    """The paths in order, each file once (`log.txt ./log.txt` is one file)."""
+    seen: set[str] = set()
+    distinct = []
+    for path in paths:
+        key = path if path == "-" else os.path.realpath(path)
+        if key not in seen:
+            seen.add(key)
+            distinct.append(path)
+    return distinct
+
+
+def _scan_one(kb, path: str, lang: str, max_bytes: int | None):
+    from .i18n import tr
+    from .triage import scan_stream
+
+    stream = open_input(path)
+    source = "<stdin>" if path == "-" else path
+    total = None
+    if path != "-":
+        try:
+            total = os.fstat(stream.fileno()).st_size or None
+        except (OSError, ValueError):
+            total = None
+    progress = Progress(total, tr(kb, "progress_scanning", lang))
+    try:
+        scanner = scan_stream(kb, Utf8Reader(stream), source, max_bytes, progress)
+    except OSError as exc:
+        raise UserError(ExitCode.INPUT, "err_unreadable", path=path, reason=exc.strerror) from None
+    finally:
+        progress.clear()
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    if not scanner.nonblank:
+        raise UserError(ExitCode.INPUT, "err_empty", path=source)
+    if scanner.hit_byte_limit:
+        warn(tr(kb, "warn_byte_limit", lang, path=source, limit=max_bytes))
+    if scanner.looks_binary and not scanner.finish():
+        raise UserError(ExitCode.INPUT, "err_binary", path=source)
+    return scanner
+
+
+# UTF-32 first: its little-endian mark starts with UTF-16's
+_BYTE_ORDER_MARKS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+
+class Utf8Reader:
+    """A byte stream that reads as UTF-8: a UTF-16 or UTF-32 log with a byte order mark
+    (PowerShell's `>` writes UTF-16) is decoded a block at a time, anything else passes
+    through untouched."""
+
+    def __init__(self, stream: IO[bytes]):
+        self.stream = stream
+        head = stream.read(4)
+        self.pending = head
+        self.decoder = None
+        for mark, encoding in _BYTE_ORDER_MARKS:
+            if head.startswith(mark):
+                self.decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+                self.pending = head[len(mark) :]
+                break
+
+    def read(self, size: int = -1) -> bytes:
+        while True:
+            data = self.pending + self.stream.read(size)
+            self.pending = b""
+            if self.decoder is None:
+                return data
+            text = self.decoder.decode(data, final=not data)
+            if text or not data:  # a block may end inside a character: read on
+                return text.encode("utf-8")
 
 
 def warn(text: str) -> None:
