@@ -25,6 +25,7 @@ BLOCK_LINES = 40  # lines after an anchor that can still belong to the same mess
 MESSAGE_LINES = BLOCK_LINES * 4
 TRACEBACK_LINES = 400  # lines before an anchor searched for the traceback
 LINES_ABOVE_TRACEBACK = 3  # lines above a traceback that may say which process raised it
+MIN_LIST_ITEMS = 3  # a line of this many comma-separated names is a list
 MIN_RUN_FROM_ZERO = 4  # indices 0..N, at least this many, read as "everything up to N"
 
 _TRACEBACK_START = "Traceback (most recent call last)"
@@ -119,8 +120,7 @@ class Extracted:
 # PyTorch names parameters by attribute path: dotted identifiers (`decoder.0.weight`)
 _PARAMETER_NAME = re.compile(r"[A-Za-z_]\w*(?:\.\w+)*")
 _LIST_TOKEN = re.compile(r"\s*([^\s,]+)")
-_LIST_COMMA = re.compile(r"\s*,")
-_BULLET = re.compile(r"\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
 _CLOSING = "\"'`.;:)]}>"
 _WRAP_WIDTH = 60  # a line this long that ends inside a name was cut by the terminal
 
@@ -190,7 +190,7 @@ def _glue(state: _ListState, previous: str, line: str) -> str | None:
         state.accept(carry, last=True)
         return line[bullet.end() :] if bullet else None
     after = line[token.end() :]
-    ends_item = not after.strip() or _LIST_COMMA.match(after) is not None
+    ends_item = not after.strip() or after.lstrip().startswith(",")
     glued = carry + token.group(1)
     if len(previous) >= _WRAP_WIDTH and ends_item and is_parameter_name(glued.rstrip(_CLOSING)):
         return glued + after
@@ -200,6 +200,20 @@ def _glue(state: _ListState, previous: str, line: str) -> str | None:
     return None
 
 
+def _inside_a_list(lines: list[Line], index: int) -> bool:
+    """The line just above (same rank, or no rank) ends a list of names: the message this line
+    belongs to started above, out of view (a window of a long log that begins inside a 40 KB
+    list), so this line must not start a message of its own."""
+    if index == 0:
+        return False
+    above = lines[index - 1]  # a line cut by the window's start has lost its rank prefix
+    if above.rank not in (lines[index].rank, None) or "," not in above.text:
+        return False
+    items = [item.strip() for item in above.text.split(",")]
+    # the first item may be a name cut in two by the window's start
+    return len(items) >= MIN_LIST_ITEMS and all(is_parameter_name(i) for i in items[1:] if i)
+
+
 def _starts_item(line: str) -> bool:
     """The line begins with one list item (a name followed by a comma or the line's end),
     not with a sentence (`Parameter indices which ...`)."""
@@ -207,7 +221,7 @@ def _starts_item(line: str) -> bool:
     if token is None:
         return False
     after = line[token.end() :]
-    return not after.strip() or _LIST_COMMA.match(after) is not None
+    return not after.strip() or after.lstrip().startswith(",")
 
 
 def _scan_list_line(line: str, state: _ListState) -> str:
@@ -284,7 +298,7 @@ class Analyser:
         consumed: set[int] = set()
         window_facts: dict[str, Any] | None = None
         for index, families in anchored.items():
-            if index in consumed:
+            if index in consumed or _inside_a_list(lines, index):
                 continue
             for family in families:  # rules order: the first family that matches wins
                 block, rank = self._block(lines, index, family, anchored)
