@@ -189,10 +189,9 @@ def _emit(kb, args, diagnosis, lang: str, fmt: str) -> None:
 
 
 def _no_error_found(kb, lang: str, fmt: str, result) -> int:
-    from dataclasses import replace
-
     from .engine import diagnose
     from .i18n import tr
+    from .record import replace
     from .render import emit
 
     if fmt == "json":
