@@ -58,7 +58,9 @@ def test_the_framework_spelling_is_answered_with_the_frameworks_snippet():
 def test_still_failing_lists_the_causes_the_engine_ranks_first():
     data = json.loads(ask("why does it still fail with find_unused_parameters=True?", "--json").out)
     assert data["aspect"] == "still_fails"
-    assert data["causes"] and data["causes"][0]["id"] == "unused_forward_output"
+    # measured on torch 2.13: with the flag on, what still fails is a loss built from
+    # tensors forward does not return (an output the loss ignores is rescued by the flag)
+    assert data["causes"] and data["causes"][0]["id"] == "loss_outside_outputs"
 
 
 def test_a_description_shows_what_was_read_and_the_next_question():

@@ -62,8 +62,12 @@ def test_answers_with_a_paste_use_the_module_it_names(tmp_path):
     assert top_cause(proc) == "unused_forward_output"
     assert data["framework"] == "lightning"
     assert data["answers"]["revealed_module:aux_head"] == "output_ignored"
-    # the snippets speak of the user's module, not a stand-in
-    assert any("model.aux_head" in fix["snippet"] for fix in data["fixes"])
+    # the snippets speak of the user's module, not a stand-in (removing it is advice once
+    # the user says it is never called)
+    answers.write_text("revealed_module:aux_head: not_called\nframework: pytorch\n")
+    data = json.loads(run("--answers", str(answers), "--paste", str(fixture), "--json").stdout)
+    shown = data["fixes"] + data["conditional_fixes"]
+    assert any("model.aux_head" in fix["snippet"] for fix in shown)
 
 
 def test_answers_as_markdown_in_chinese(tmp_path):

@@ -156,7 +156,7 @@ def test_cli_json_contract(tmp_path):
     result = cli("triage", "--json", str(log))
     assert result.returncode == 0, result.err
     doc = json.loads(result.out)
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
     (finding,) = doc["findings"]
     for key in (
         "family",
@@ -172,7 +172,13 @@ def test_cli_json_contract(tmp_path):
     assert finding["unused_modules"] == ["decoder.aux_head"]
     assert finding["user_frames"][0]["file"] == "/home/me/proj/train.py"
     assert doc["causes"] and {"id", "score", "reason"} <= set(doc["causes"][0])
-    assert doc["fixes"] and {"id", "title"} <= set(doc["fixes"][0])
+    # a bare paste proves no fix for every cause: a decision table and the question instead
+    assert doc["fixes"] == []
+    row = doc["conditional_fixes"][0]
+    assert {"id", "title", "snippet", "when"} <= set(row)
+    assert row["when"]["question"] == doc["splitting_question"]["id"]
+    assert row["when"]["facts"] and row["when"]["text"]
+    assert set(doc["plausible_causes"]) >= {c["id"] for c in doc["causes"]}
     scores = [c["score"] for c in doc["causes"]]
     assert scores == sorted(scores, reverse=True)
 
@@ -209,7 +215,8 @@ def test_no_known_error_has_its_own_exit_code():
 
 def test_snippets_use_the_real_module_names():
     result = cli("triage", "--json", "-", input=error(names="encoder.layers.3.proj.weight"))
-    snippets = "\n".join(f["snippet"] for f in json.loads(result.out)["fixes"])
+    doc = json.loads(result.out)
+    snippets = "\n".join(f["snippet"] for f in doc["fixes"] + doc["conditional_fixes"])
     assert "model.encoder.layers[3].proj" in snippets
 
 

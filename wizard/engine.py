@@ -12,8 +12,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from .kb import Cause, Fix, KnowledgeBase, Option, Question, Text
-from .record import field, record
+from . import safety
+from .conditions import condition_holds, condition_state  # noqa: F401 - re-exported
+from .kb import Cause, Evidence, Fix, KnowledgeBase, Option, Outcome, Question, Text
+from .record import field, record, replace
 from .triage import Finding, TriageResult
 
 # typing is only read by type checkers: importing it costs start-up time
@@ -27,42 +29,16 @@ DEFAULT_SETTINGS = {
     "max_questions": 4,
     "shown_causes": 3,
     "shown_fixes": 4,
-    "fix_cause_floor": 0.2,  # causes less likely than this (but the first) add no fixes
+    "fix_cause_floor": 0.2,  # causes less likely than this (but the first) add no diagnostics
+    "rule_out_weight": 2.0,  # evidence this heavy against a cause rules it out (safety.py)
+    "plausible_floor": 0.1,  # once something specific is known (safety.py)
+    "specific_weight": 1.5,  # evidence this heavy about more than the family is "specific"
+    "conditional_per_answer": 2,  # fixes shown per answer in the decision table
+    "conditional_rows": 10,
 }
 UNSURE = "unsure"
 FRAMEWORK_FACT = "framework"
 DEFAULT_FRAMEWORK = "pytorch"
-
-
-# ---------------------------------------------------------------------------- conditions
-
-
-def condition_holds(condition: Mapping[str, Any] | None, facts: Mapping[str, Any]) -> bool:
-    """Evaluate a rules condition (see rules/README.md) against the known facts."""
-    if not condition:
-        return True
-    for key, expected in condition.items():
-        if key == "any":
-            if not any(condition_holds(c, facts) for c in expected):
-                return False
-        elif not _value_holds(key in facts, facts.get(key), expected):
-            return False
-    return True
-
-
-def _value_holds(known: bool, value: Any, expected: Any) -> bool:
-    if isinstance(expected, Mapping):
-        if "known" in expected and known != expected["known"]:
-            return False
-        if "not" in expected:
-            excluded = expected["not"] if isinstance(expected["not"], list) else [expected["not"]]
-            return known and value not in excluded
-        return True
-    if not known:
-        return False
-    if isinstance(expected, list):
-        return value in expected
-    return value == expected
 
 
 # ---------------------------------------------------------------------------- results
@@ -74,6 +50,7 @@ class RankedCause:
     probability: float
     score: float  # log-odds, before normalisation
     reasons: tuple[Text, ...]  # of the evidence that raised it, strongest first
+    fired: tuple[Evidence, ...] = ()  # every evidence entry that holds
 
     @property
     def id(self) -> str:
@@ -86,6 +63,9 @@ class RankedFix:
     score: float
     for_causes: tuple[str, ...]
     avoided: bool = False  # recommended by a likely cause but wrong here: show the warning
+    reason: Text | None = None  # why it is a warning: a failing outcome's note, or fix.warning
+    failing_cause: str | None = None  # the plausible cause it is proven to fail for
+    failing_outcome: Outcome | None = None
 
     @property
     def id(self) -> str:
@@ -106,17 +86,43 @@ class AskedQuestion:
 
 
 @record
+class Answer:
+    """One answer to one question: a step of a condition in the decision table."""
+
+    asked: AskedQuestion
+    option: Option
+
+
+@record
+class ConditionalFix:
+    """A fix that becomes advice once these answers are given ("if ..., then ...")."""
+
+    fix: RankedFix
+    answers: tuple[Answer, ...]  # the first is the question to ask now
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        merged: dict[str, Any] = {}
+        for answer in self.answers:
+            merged.update(answer.option.sets)
+        return merged
+
+
+@record
 class Diagnosis:
     findings: tuple[Finding, ...]
     facts: Mapping[str, Any]
     causes: tuple[RankedCause, ...]
-    fixes: tuple[RankedFix, ...]
+    fixes: tuple[RankedFix, ...]  # advice: proven to work for every plausible cause
     diagnostics: tuple[RankedFix, ...]
-    avoided: tuple[RankedFix, ...]
+    avoided: tuple[RankedFix, ...]  # warnings: proven to fail for a plausible cause
     unused_modules: tuple[str, ...]
     answers: Mapping[str, str]
     framework: str
     confident: bool  # one cause clearly leads
+    plausible: tuple[str, ...] = ()  # the causes the safety rule keeps in play
+    conditional: tuple[ConditionalFix, ...] = ()  # the decision table
+    splitting_question: AskedQuestion | None = None  # the one question that splits it
 
     @property
     def family(self) -> str | None:
@@ -133,22 +139,23 @@ def settings(kb: KnowledgeBase) -> dict[str, Any]:
 def rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCause, ...]:
     scored = []
     for cause in kb.causes:
-        score = cause.prior
-        fired = []
-        for evidence in cause.evidence:
-            if condition_holds(evidence.when, facts):
-                score += evidence.weight
-                if evidence.reason is not None and evidence.weight > 0:
-                    fired.append((_is_specific(evidence.when), evidence.weight, evidence.reason))
+        holding = tuple(e for e in cause.evidence if condition_holds(e.when, facts))
+        score = cause.prior + sum(e.weight for e in holding)
+        raised = [
+            (_is_specific(e.when), e.weight, e.reason)
+            for e in holding
+            if e.reason is not None and e.weight > 0
+        ]
         # a strong reason tied to what this user said or pasted beats the generic one for the
         # family; a weak hint (a nudge under 1 in log-odds) does not
-        fired.sort(key=lambda item: (not (item[0] and item[1] >= 1.0), -item[1]))
-        scored.append((cause, score, tuple(reason for _, _, reason in fired)))
-    top = max((s for _, s, _ in scored), default=0.0)
-    weights = [math.exp(s - top) for _, s, _ in scored]
+        raised.sort(key=lambda item: (not (item[0] and item[1] >= 1.0), -item[1]))
+        scored.append((cause, score, tuple(reason for _, _, reason in raised), holding))
+    top = max((s for _, s, _, _ in scored), default=0.0)
+    weights = [math.exp(s - top) for _, s, _, _ in scored]
     total = sum(weights) or 1.0
     ranked = [
-        RankedCause(cause, w / total, s, reasons) for (cause, s, reasons), w in zip(scored, weights)
+        RankedCause(cause, w / total, s, reasons, holding)
+        for (cause, s, reasons, holding), w in zip(scored, weights)
     ]
     order = {c.id: i for i, c in enumerate(kb.causes)}
     ranked.sort(key=lambda r: (-r.probability, order[r.id]))
@@ -174,36 +181,67 @@ def leads_clearly(kb: KnowledgeBase, ranked: tuple[RankedCause, ...]) -> bool:
 def plan_fixes(
     kb: KnowledgeBase, ranked: tuple[RankedCause, ...], facts: Mapping[str, Any]
 ) -> tuple[tuple[RankedFix, ...], tuple[RankedFix, ...], tuple[RankedFix, ...]]:
-    """(fixes, diagnostics, avoided) for the likely causes, best first.
+    """(fixes, diagnostics, avoided) for the plausible causes, best first.
 
-    A fix's score is the best over the causes that list it of the cause's probability,
-    discounted by the fix's position in that cause's list (the order to try them).
+    Fixes go through the safety rule (safety.py): advice only when proven to work for every
+    plausible cause, a warning when proven to fail for one of them (or `avoid_when` holds);
+    the rest are left for the decision table. A fix's score is the best over the causes
+    that list it of the cause's probability, discounted by its position in that list.
     """
+    conf = settings(kb)
+    plausible = safety.plausible_causes(ranked, facts, conf)
+    diagnostic_causes = [
+        rc
+        for i, rc in enumerate(ranked[: conf["shown_causes"]])
+        if i == 0 or rc.probability >= conf["fix_cause_floor"]
+    ]
     scores: dict[str, float] = {}
     owners: dict[str, list[str]] = {}
-    floor = settings(kb)["fix_cause_floor"]
-    for index, ranked_cause in enumerate(ranked):
-        # an unlikely cause's fixes would only be noise next to the leading cause's
-        if index > 0 and ranked_cause.probability < floor:
-            continue
+    for ranked_cause in _unique(list(plausible) + diagnostic_causes):
         for position, fix_id in enumerate(ranked_cause.cause.fixes):
-            score = ranked_cause.probability * (0.8**position)
-            scores[fix_id] = max(scores.get(fix_id, 0.0), score)
-            owners.setdefault(fix_id, []).append(ranked_cause.id)
+            is_diagnostic = kb.fixes[fix_id].kind == "diagnostic"
+            if (
+                (ranked_cause in diagnostic_causes)
+                if is_diagnostic
+                else (ranked_cause in plausible)
+            ):
+                score = ranked_cause.probability * (0.8**position)
+                scores[fix_id] = max(scores.get(fix_id, 0.0), score)
+                owners.setdefault(fix_id, []).append(ranked_cause.id)
     fixes, diagnostics, avoided = [], [], []
     for fix_id, score in sorted(scores.items(), key=lambda item: -item[1]):
         fix = kb.fixes[fix_id]
         if fix.pointless_when is not None and condition_holds(fix.pointless_when, facts):
             continue  # e.g. "let PyTorch name the parameters" when the error names them
-        avoid = fix.avoid_when is not None and condition_holds(fix.avoid_when, facts)
-        entry = RankedFix(fix, score, tuple(owners[fix_id]), avoided=avoid)
-        if avoid:
-            avoided.append(entry)
-        elif fix.kind == "diagnostic":
+        entry = RankedFix(fix, score, tuple(owners[fix_id]))
+        if fix.kind == "diagnostic":
             diagnostics.append(entry)
-        else:
+            continue
+        judgement = safety.judge(fix, plausible, facts)
+        avoid = fix.avoid_when is not None and condition_holds(fix.avoid_when, facts)
+        if judgement.kind == safety.ALREADY_ON:
+            continue  # the text shows it is applied: never advise it again
+        if avoid and judgement.kind != safety.FAILS:  # a measured failure says more
+            avoided.append(replace(entry, avoided=True, reason=fix.warning))
+        elif judgement.kind == safety.ADVICE:
             fixes.append(entry)
+        elif judgement.kind == safety.FAILS:
+            cause_id, outcome = judgement.failing[0]
+            avoided.append(
+                replace(
+                    entry,
+                    avoided=True,
+                    reason=outcome.note or fix.warning,
+                    failing_cause=cause_id,
+                    failing_outcome=outcome,
+                )
+            )
     return tuple(fixes), tuple(diagnostics), tuple(avoided)
+
+
+def _unique(items: list) -> list:
+    seen: set[int] = set()
+    return [i for i in items if not (id(i) in seen or seen.add(id(i)))]
 
 
 # ---------------------------------------------------------------------------- questions
@@ -334,6 +372,96 @@ def next_question(
     return tailoring[0] if tailoring else None
 
 
+# ---------------------------------------------------------------------------- decision table
+
+
+def decision_table(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    answered: Iterable[str],
+    modules: Iterable[str],
+    advised: set[str],
+    depth: int = 2,
+) -> tuple[tuple[ConditionalFix, ...], AskedQuestion | None]:
+    """The fixes that become advice for some answer of the question that splits the
+    plausible causes, and that question; ((), None) when no answer changes the advice.
+
+    Each answer is diagnosed as if it had been given; where one answer is not enough, the
+    question that would follow it is tried too (`depth` answers at most).
+    """
+    modules = tuple(modules)
+    candidates = _splitting_candidates(kb, facts, answered, modules)
+    # one level down only the question that would come next is tried: the table stays short
+    # and the search cheap
+    for asked in candidates if depth > 1 else candidates[:1]:
+        rows = _rows(kb, facts, asked, answered, modules, advised, depth)
+        if rows:
+            return rows, asked
+    return (), None
+
+
+def _splitting_candidates(
+    kb: KnowledgeBase, facts: Mapping[str, Any], answered: Iterable[str], modules: tuple[str, ...]
+) -> list[AskedQuestion]:
+    """Open questions that could split the causes: the interview's next diagnostic question
+    first, then the other diagnostic ones, then the tailoring ones, each in rules order."""
+    answered = set(answered)
+    first = next_question(kb, facts, answered, modules, 0)
+    open_ = [
+        a
+        for a in instantiate(kb, modules)
+        if a.question.kind == "select" and is_open(a, facts, answered)
+    ]
+    ordered = sorted(
+        open_,
+        key=lambda a: (
+            a.question.purpose != "diagnose",
+            first is None or a.key != first.key,
+        ),
+    )
+    return ordered
+
+
+def _rows(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    asked: AskedQuestion,
+    answered: Iterable[str],
+    modules: tuple[str, ...],
+    advised: set[str],
+    depth: int,
+) -> tuple[ConditionalFix, ...]:
+    conf = settings(kb)
+    rows: list[ConditionalFix] = []
+    for option in asked.options:
+        if not option.sets:
+            continue
+        hypothetical = {**facts, **option.sets}
+        fixes = _advice(kb, hypothetical)
+        new = [f for f in fixes if f.id not in advised][: conf["conditional_per_answer"]]
+        step = Answer(asked, option)
+        if new:
+            rows += [ConditionalFix(f, (step,)) for f in new]
+        elif depth > 1:
+            deeper = [*answered, asked.key]
+            nested, _ = decision_table(kb, hypothetical, deeper, modules, advised, depth - 1)
+            rows += [ConditionalFix(r.fix, (step, *r.answers)) for r in nested]
+    return tuple(rows[: conf["conditional_rows"]])
+
+
+def _advice(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedFix, ...]:
+    """The advice for these facts; remembered, since the table revisits the same answers."""
+    key = (id(kb), tuple(sorted((k, repr(v)) for k, v in facts.items())))
+    if key not in _ADVICE_CACHE:
+        if len(_ADVICE_CACHE) > 4096:
+            _ADVICE_CACHE.clear()
+        _ADVICE_CACHE[key] = plan_fixes(kb, rank_causes(kb, facts), facts)[0]
+    return _ADVICE_CACHE[key]
+
+
+_ADVICE_CACHE: dict[tuple, tuple[RankedFix, ...]] = {}
+
+
 # ---------------------------------------------------------------------------- free text
 
 
@@ -387,8 +515,10 @@ def diagnose(
     all_facts = dict(triage.facts) if triage else {}
     all_facts.update(facts or {})
     ranked = rank_causes(kb, all_facts)
-    conf = settings(kb)
-    fixes, diagnostics, avoided = plan_fixes(kb, ranked[: conf["shown_causes"]], all_facts)
+    fixes, diagnostics, avoided = plan_fixes(kb, ranked, all_facts)
+    modules = triage.unused_modules if triage else ()
+    answered = tuple((answers or {}).keys())
+    rows, splitting = decision_table(kb, all_facts, answered, modules, {f.id for f in fixes})
     return Diagnosis(
         findings=triage.findings if triage else (),
         facts=all_facts,
@@ -400,4 +530,7 @@ def diagnose(
         answers=dict(answers or {}),
         framework=str(all_facts.get(FRAMEWORK_FACT, DEFAULT_FRAMEWORK)),
         confident=leads_clearly(kb, ranked),
+        plausible=tuple(c.id for c in safety.plausible_causes(ranked, all_facts, settings(kb))),
+        conditional=rows,
+        splitting_question=splitting,
     )

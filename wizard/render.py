@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from .engine import Diagnosis, RankedFix, condition_holds
+from .engine import AskedQuestion, ConditionalFix, Diagnosis, RankedFix, condition_holds
 from .i18n import tr
 from .kb import KnowledgeBase, Text
 from .record import record
@@ -21,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: conditional_fixes, splitting_question, plausible_causes
 DEFAULT_MODULE = "aux_head"  # stands in for the user's module when the paste names none
 
 
@@ -41,6 +41,18 @@ class FixView:
     language: str
     code: str
     score: float
+
+
+@record
+class ConditionalView:
+    """A row of the decision table: "if <answers>, then <fix>"."""
+
+    fix: FixView
+    condition: str  # the answers, as the user reads them
+    sentence: str  # "If <condition>, then: <fix title>"
+    question: str  # the id of the question to ask now (`id` or `id:module`)
+    answers: tuple[tuple[str, str], ...]  # (question id, answer value), in order
+    facts: dict[str, Any]
 
 
 @record
@@ -64,6 +76,8 @@ class Report:
     diagnostics: tuple[FixView, ...]
     warnings: tuple[FixView, ...]
     notes: tuple[str, ...]
+    conditional: tuple[ConditionalView, ...] = ()
+    splitting_question: str | None = None  # its text
 
 
 def module_expression(module: str) -> str:
@@ -92,7 +106,13 @@ def _fill(text: Text | None, lang: str, fields: dict[str, Any]) -> str | None:
         return template
 
 
-def fix_view(entry: RankedFix, diagnosis: Diagnosis, lang: str, said: str = "") -> FixView:
+def fix_view(
+    entry: RankedFix,
+    diagnosis: Diagnosis,
+    lang: str,
+    said: str = "",
+    kb: KnowledgeBase | None = None,
+) -> FixView:
     fix = entry.fix
     fields = {**snippet_fields(diagnosis), "said": said}
     framework = diagnosis.framework
@@ -106,12 +126,59 @@ def fix_view(entry: RankedFix, diagnosis: Diagnosis, lang: str, said: str = "") 
         title=_fill(fix.title, lang, fields) or fix.id,
         why=_fill(fix.why, lang, fields) or "",
         cost=_fill(fix.cost, lang, fields),
-        warning=_fill(fix.warning, lang, fields),
+        warning=_warning_text(kb, entry, diagnosis, lang, fields),
         framework="pytorch" if fallback else framework,
         framework_fallback=fallback and framework != "pytorch",
         language=snippet.language,
         code=(_fill(snippet.code, lang, fields) or "").rstrip(),
         score=round(entry.score, 3),
+    )
+
+
+def _warning_text(
+    kb: KnowledgeBase | None, entry: RankedFix, diagnosis: Diagnosis, lang: str, fields: dict
+) -> str | None:
+    """A measured failure names the cause it fails for; `avoid_when` keeps the fix's warning."""
+    reason = _fill(entry.reason or entry.fix.warning, lang, fields)
+    cause = next((c.cause for c in diagnosis.causes if c.id == entry.failing_cause), None)
+    if kb is None or cause is None or reason is None:
+        return reason
+    return tr(kb, "warning_for_cause", lang, cause=cause.title.get(lang), reason=reason)
+
+
+def question_text(asked: AskedQuestion, lang: str) -> str:
+    template = asked.question.text.get(lang)
+    try:
+        return template.format(**asked.fields)
+    except (KeyError, IndexError, ValueError):
+        return template
+
+
+def conditional_view(
+    kb: KnowledgeBase, row: ConditionalFix, diagnosis: Diagnosis, lang: str
+) -> ConditionalView:
+    view = fix_view(row.fix, diagnosis, lang, kb=kb)
+    # the first question is shown above the table: its answer alone is enough there
+    first = row.answers[0]
+    parts = [tr(kb, "conditional_first_answer", lang, answer=first.option.label.get(lang))]
+    parts += [
+        tr(
+            kb,
+            "conditional_answer",
+            lang,
+            question=question_text(a.asked, lang),
+            answer=a.option.label.get(lang),
+        )
+        for a in row.answers[1:]
+    ]
+    condition = tr(kb, "conditional_and", lang).join(parts)
+    return ConditionalView(
+        fix=view,
+        condition=condition,
+        sentence=tr(kb, "conditional_row", lang, condition=condition, fix=view.title),
+        question=row.answers[0].asked.key,
+        answers=tuple((a.asked.key, a.option.value) for a in row.answers),
+        facts=row.facts,
     )
 
 
@@ -145,10 +212,14 @@ def build_report(kb: KnowledgeBase, diagnosis: Diagnosis, lang: str) -> Report:
             fix_view(f, diagnosis, lang) for f in diagnosis.diagnostics[:shown_diagnostics]
         ),
         warnings=tuple(
-            fix_view(f, diagnosis, lang, said_for(kb, f.fix.avoid_when, diagnosis, lang))
+            fix_view(f, diagnosis, lang, said_for(kb, f.fix.avoid_when, diagnosis, lang), kb)
             for f in diagnosis.avoided
         ),
         notes=tuple(_notes(kb, diagnosis, lang)),
+        conditional=tuple(conditional_view(kb, r, diagnosis, lang) for r in diagnosis.conditional),
+        splitting_question=question_text(diagnosis.splitting_question, lang)
+        if diagnosis.splitting_question and diagnosis.conditional
+        else None,
     )
 
 
@@ -216,26 +287,7 @@ def to_json_data(report: Report) -> dict[str, Any]:
         "status": "diagnosed" if d.findings or d.answers else "no_known_error",
         "family": d.family,
         "family_title": report.family_title,
-        "findings": [
-            {
-                "family": f.family,
-                "source": f.source,
-                "line": f.line,
-                "ranks": list(f.ranks),
-                "unused_parameter_indices": list(f.unused_parameter_indices),
-                "unused_parameter_names": list(f.unused_parameter_names),
-                "unused_modules": list(f.unused_modules),
-                "torch_version": f.torch_version,
-                "find_unused_parameters_enabled": f.find_unused_parameters_enabled,
-                "user_frames": [
-                    {"file": u.file, "line": u.line, "function": u.function, "code": u.code}
-                    for u in f.user_frames
-                ],
-                "quote": f.quote,
-                "occurrences": f.occurrences,
-            }
-            for f in d.findings
-        ],
+        "findings": [_finding_json(f) for f in d.findings],
         "facts": dict(d.facts),
         "answers": dict(d.answers),
         "confident": d.confident,
@@ -250,10 +302,68 @@ def to_json_data(report: Report) -> dict[str, Any]:
             }
             for c in report.causes
         ],
+        "plausible_causes": list(d.plausible),
         "fixes": [_fix_json(f) for f in report.fixes],
+        "conditional_fixes": [
+            {
+                **_fix_json(row.fix),
+                "when": {
+                    "facts": dict(row.facts),
+                    "question": row.question,
+                    "answers": [{"question": q, "answer": a} for q, a in row.answers],
+                    "text": row.condition,
+                },
+            }
+            for row in report.conditional
+        ],
+        "splitting_question": _question_json(d.splitting_question, report)
+        if report.conditional
+        else None,
         "diagnostics": [_fix_json(f) for f in report.diagnostics],
-        "warnings": [{"id": f.id, "title": f.title, "warning": f.warning} for f in report.warnings],
+        "warnings": [_warning_json(f, entry) for f, entry in zip(report.warnings, d.avoided)],
         "notes": list(report.notes),
+    }
+
+
+def _finding_json(f) -> dict[str, Any]:
+    return {
+        "family": f.family,
+        "source": f.source,
+        "line": f.line,
+        "ranks": list(f.ranks),
+        "unused_parameter_indices": list(f.unused_parameter_indices),
+        "unused_parameter_names": list(f.unused_parameter_names),
+        "unused_modules": list(f.unused_modules),
+        "torch_version": f.torch_version,
+        "find_unused_parameters_enabled": f.find_unused_parameters_enabled,
+        "user_frames": [
+            {"file": u.file, "line": u.line, "function": u.function, "code": u.code}
+            for u in f.user_frames
+        ],
+        "quote": f.quote,
+        "occurrences": f.occurrences,
+    }
+
+
+def _question_json(asked: AskedQuestion | None, report: Report) -> dict[str, Any] | None:
+    if asked is None:
+        return None
+    return {
+        "id": asked.key,
+        "text": question_text(asked, report.lang),
+        "options": [{"value": o.value, "label": o.label.get(report.lang)} for o in asked.options],
+    }
+
+
+def _warning_json(view: FixView, entry: RankedFix) -> dict[str, Any]:
+    outcome = entry.failing_outcome
+    return {
+        "id": view.id,
+        "title": view.title,
+        "warning": view.warning,
+        "cause": entry.failing_cause,  # null: the fix's own `avoid_when` matched
+        "result": outcome.result if outcome else None,
+        "scenario": outcome.scenario if outcome else None,
     }
 
 
@@ -295,8 +405,11 @@ def to_markdown(kb: KnowledgeBase, report: Report) -> str:
         out.append("")
     for heading, views in (
         ("fixes_heading", report.fixes),
+        ("conditional_heading", ()),
         ("diagnostics_heading", report.diagnostics),
     ):
+        if heading == "conditional_heading":
+            out += _conditional_markdown(kb, report)  # the decision table, before diagnostics
         if not views:
             continue
         out += [f"## {tr(kb, heading, lang)}", ""]
@@ -317,6 +430,37 @@ def to_markdown(kb: KnowledgeBase, report: Report) -> str:
         out += [f"## {tr(kb, 'notes_heading', lang)}", ""]
         out += [f"- {note}" for note in report.notes] + [""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _conditional_markdown(kb: KnowledgeBase, report: Report) -> list[str]:
+    if not report.conditional:
+        return []
+    lang = report.lang
+    out = [f"## {tr(kb, 'conditional_heading', lang)}", ""]
+    if report.splitting_question and not report.fixes:
+        out += [tr(kb, "conditional_intro", lang, question=f"**{report.splitting_question}**"), ""]
+    out += [f"- {sentence}" for sentence in conditional_sentences(kb, report)]
+    out.append("")
+    for view in conditional_code(report):  # the code of each, once, for when you know
+        out += [f"**{view.title}**", "", f"```{view.language}", view.code, "```", ""]
+    return out
+
+
+def conditional_code(report: Report) -> list[FixView]:
+    """Each conditional fix once, in table order."""
+    return list({row.fix.id: row.fix for row in report.conditional}.values())
+
+
+def conditional_sentences(kb: KnowledgeBase, report: Report) -> list[str]:
+    """One "If ..., then: A; or: B" line per condition (rows arrive grouped by condition)."""
+    grouped: dict[str, list[str]] = {}
+    for row in report.conditional:
+        grouped.setdefault(row.condition, []).append(row.fix.title)
+    joiner = tr(kb, "conditional_or", report.lang)
+    return [
+        tr(kb, "conditional_row", report.lang, condition=condition, fix=joiner.join(titles))
+        for condition, titles in grouped.items()
+    ]
 
 
 def grouped_findings(findings) -> list:
@@ -464,6 +608,7 @@ def print_rich(
     fixes = report.fixes if full else report.fixes[:1]
     for i, view in enumerate(fixes, 1):
         _rich_fix(out, view, report, "fixes_heading", i, "green", full)
+    _rich_conditional(out, report, full)
     if full:
         for i, view in enumerate(report.diagnostics, 1):
             _rich_fix(out, view, report, "diagnostics_heading", i, "blue", full)
@@ -480,6 +625,23 @@ def print_rich(
         line = out.t("more_hidden", items=out.t("list_separator").join(hidden))
         out.para(line + (" " + more if more else ""), style="dim")
     return bool(hidden)
+
+
+def _rich_conditional(out: _Out, report: Report, full: bool) -> None:
+    """The decision table: the question that splits it and "If ..., then ..." per answer;
+    the code of each fix with `--all` (markdown always has it)."""
+    if not report.conditional:
+        return
+    out.heading(out.t("conditional_heading"), "cyan")
+    if report.splitting_question and not report.fixes:
+        out.para(out.t("conditional_intro", question=report.splitting_question))
+    for sentence in conditional_sentences(out.kb, report):
+        out.para(out.inline("• ") + out.inline(sentence), indent=2)
+    if full:
+        for view in conditional_code(report):
+            out.para(out.inline(view.title, "bold"))
+            out.code(view.code, view.language)
+    out.blank()
 
 
 def _hidden_items(out: _Out, report: Report) -> list[str]:
