@@ -74,6 +74,8 @@ def flat(text: str) -> str:
 
 
 def expected(facts: dict, lang: str):
+    # the session assumes the default family when nothing was pasted; so does this
+    facts = {"family": KB.engine.get("default_family", "unfinished_reduction"), **facts}
     report = build_report(KB, engine.diagnose(KB, None, facts), lang)
     return report.causes[0].title, report.fixes[0].code.splitlines()[0]
 
