@@ -273,7 +273,9 @@ def test_no_internal_id_in_any_report(lang):
     for name, diagnosis in _all_reports():
         report = build_report(KB, diagnosis, lang)
         code = {
-            line.rstrip() for v in report.fixes + report.diagnostics for line in v.code.splitlines()
+            line.rstrip()
+            for v in (*report.fixes, *report.diagnostics, *(r.fix for r in report.conditional))
+            for line in v.code.splitlines()
         }
         out = io.StringIO()
         print_rich(KB, report, Console(file=out, width=80, color_system=None), full=True)
