@@ -55,7 +55,7 @@ def test_deep_nesting_is_refused(tmp_path):
         encoding="utf-8",
     )
     result = triage_with(rules, tmp_path)
-    assert_rules_error(result, "signatures.yaml:", "nested")
+    assert_rules_error(result, "signatures.yaml:", "nest")
 
 
 @pytest.mark.parametrize("pattern", [r"(a+)+$", r"(\w+\s?)+$", r"(a|aa)+$", r"(.*a){12}"])
