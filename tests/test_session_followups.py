@@ -63,7 +63,8 @@ def test_a_question_then_a_detail_then_an_empty_line():
     after = screen.split("Most likely:", 1)[1]  # the prompts go to the terminal, not here
     cost = KB.fixes["find_unused_parameters"].cost.en
     assert cost.split(",")[0] in after  # the answer, from the fix's own `cost`
-    assert "fixes.yaml › find_unused_parameters › cost" in after
+    assert "Source: ddp-doctor's rules for the fix" in after  # where the answer comes from,
+    assert "fixes.yaml" not in after  # in the reader's words, not the rules file's path
     assert "Updated report:" in after
     updated = after.split("Updated report:", 1)[1]
     frozen = KB.cause("frozen_params").title.en.replace("`", "")
@@ -119,7 +120,7 @@ def test_pty_follow_up_question():
     child.send("n")
     child.expect("leaves")
     child.send("is the zero-loss trick safe?" + ENTER)
-    child.expect("zero_weight_aux_loss › warning")
+    child.expect("Source: ddp-doctor's rules for the fix")  # the answer, with where it is from
     child.expect("leaves")
     child.send(ENTER)
     child.expect(pexpect.EOF)

@@ -46,9 +46,11 @@ class Part:
 
     heading: str
     text: str
-    source: str  # e.g. "fixes.yaml › find_unused_parameters › cost"
+    source: str  # for scripts (--json), e.g. "fixes.yaml › find_unused_parameters › cost"
     code: str | None = None
     language: str | None = None
+    fix_id: str | None = None  # the stable fix id the reader is shown as the source
+    measured: bool = False  # from the measurements on real DDP, not from the fix's prose
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,8 @@ def _texts(kb, fix, lang: str, title: str, fields: tuple[str, ...]) -> list[Part
         if text is None:
             continue
         heading = tr(kb, _FIELD_HEADINGS[name], lang, title=title)
-        parts.append(Part(heading, text.get(lang), f"fixes.yaml › {fix.id} › {name}"))
+        source = f"fixes.yaml › {fix.id} › {name}"
+        parts.append(Part(heading, text.get(lang), source, fix_id=fix.id))
     return parts
 
 
@@ -151,7 +154,8 @@ def _outcomes(kb, fix, lang: str, failures_only: bool = False) -> list[Part]:
     if not lines:
         return []
     heading = tr(kb, "answer_measured", lang, title=fix.title.get(lang))
-    return [Part(heading, "\n".join(lines), f"fixes.yaml › {fix.id} › outcomes")]
+    source = f"fixes.yaml › {fix.id} › outcomes"
+    return [Part(heading, "\n".join(lines), source, fix_id=fix.id, measured=True)]
 
 
 def _snippet(kb, fix, lang: str, framework: str | None) -> list[Part]:
@@ -173,6 +177,7 @@ def _snippet(kb, fix, lang: str, framework: str | None) -> list[Part]:
             f"fixes.yaml › {fix.id} › snippets › {chosen}",
             code=snippet.code.get(lang).rstrip("\n"),
             language=snippet.language,
+            fix_id=fix.id,
         )
     ]
 
@@ -275,7 +280,7 @@ def answer_markdown(kb, answer: Answer, lang: str) -> str:
             out += [part.text, ""]
         if part.code:
             out += [f"```{part.language or ''}", part.code, "```", ""]
-        out += [f"*{tr(kb, 'answer_source', lang, source=part.source)}*", ""]
+        out += [f"*{_source_line(kb, part, lang)}*", ""]
     if answer.causes:
         out += [f"## {tr(kb, 'answer_still_fails', lang)}", ""]
         for number, ranked in enumerate(answer.causes, 1):
@@ -284,5 +289,14 @@ def answer_markdown(kb, answer: Answer, lang: str) -> str:
                 f"（{ranked.probability:.0%}）" if lang == "zh" else f" ({ranked.probability:.0%}) "
             )
             out.append(f"{number}. **{ranked.cause.title.get(lang)}**{share}{reason}")
-        out += ["", f"*{tr(kb, 'answer_source', lang, source='causes.yaml')}*", ""]
+        out += ["", f"*{tr(kb, 'answer_source_causes', lang)}*", ""]
     return "\n".join(out)
+
+
+def _source_line(kb, part: Part, lang: str) -> str:
+    """Where a part comes from, in the reader's words: the fix's stable id (README), not the
+    rules file's internal path, which stays in --json for scripts."""
+    from .i18n import tr
+
+    key = "answer_source_measured" if part.measured else "answer_source_fix"
+    return tr(kb, key, lang, fix=part.fix_id)
