@@ -260,7 +260,9 @@ def said_for(kb: KnowledgeBase, condition, diagnosis: Diagnosis, lang: str) -> s
     return tr(kb, f"said_{kind}", lang)
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
+# ASCII punctuation ends a sentence only before a space: "../gloo/x.cc" and
+# "torch.multiprocessing.spawn" are not sentence ends; CJK punctuation needs no space.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
 
 
 def _first_sentence(text: str) -> str:
