@@ -132,6 +132,7 @@ class Snippet:
 
     language: str
     code: Text
+    any_framework: bool = False  # placeholders ({wrap}) spell it for every framework
 
 
 @record
@@ -377,9 +378,11 @@ def _check_texts(kind: str, data: Any, messages: dict, trusted: bool) -> tuple |
             for index, value in enumerate(node):
                 yield from texts(value, where + (index,))
 
+    # fixes.yaml may also use the placeholders it defines (and the built-in ones)
+    defined = set(data.get("placeholders") or {}) if isinstance(data, dict) else set()
     for where, text in texts(data, ()):
         if kind != "messages":
-            allowed = TEXT_FIELDS
+            allowed = TEXT_FIELDS | defined
         elif trusted:
             allowed = placeholders(text["en"]) | placeholders(text["zh"])
         else:  # a user's message may use what the built-in one it replaces uses
@@ -672,7 +675,9 @@ def _cause(raw: dict[str, Any]) -> Cause:
 
 
 def _snippet(raw: dict[str, Any]) -> Snippet:
-    return Snippet(raw.get("language", "python"), _text(raw["code"]))
+    return Snippet(
+        raw.get("language", "python"), _text(raw["code"]), bool(raw.get("any_framework"))
+    )
 
 
 def _fix(raw: dict[str, Any]) -> Fix:
@@ -743,7 +748,13 @@ def _build(raw: dict[str, Any]) -> KnowledgeBase:
         lexicon=_frozen({k: raw[k] for k in LEXICON_SECTIONS if k in raw}),
         placeholders=_frozen(
             {
-                name: tuple((_frozen(e.get("when")), e["value"]) for e in entries)
+                name: tuple(
+                    (
+                        _frozen(e.get("when")),
+                        _text(e["value"]) if isinstance(e["value"], dict) else e["value"],
+                    )
+                    for e in entries
+                )
                 for name, entries in (raw.get("placeholders") or {}).items()
             }
         ),

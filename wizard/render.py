@@ -22,7 +22,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 SCHEMA_VERSION = 2  # 2: conditional_fixes, splitting_question, plausible_causes
-DEFAULT_MODULE = "aux_head"  # stands in for the user's module when the paste names none
+# when the paste names no module, the snippet marks where the user's own name goes (the
+# same identifier in both languages: the code is the same, only comments are translated;
+# the parameter-names comment says how to learn the names) instead of inventing one
+UNNAMED_MODULE = "model.YOUR_MODULE"
 
 
 # ---------------------------------------------------------------------------- view model
@@ -86,14 +89,37 @@ def module_expression(module: str) -> str:
     return "model" + "".join(parts)
 
 
-def snippet_fields(diagnosis: Diagnosis) -> dict[str, str]:
-    modules = diagnosis.unused_modules or (DEFAULT_MODULE,)
+def snippet_fields(
+    diagnosis: Diagnosis, kb: KnowledgeBase | None = None, lang: str = "en"
+) -> dict[str, str]:
+    """Values of the {placeholders} in rule texts and snippet code, for this diagnosis."""
+    if kb is None:
+        from .kb import load
+
+        kb = load()
+    modules = diagnosis.unused_modules
     names = [n for f in diagnosis.findings for n in f.unused_parameter_names]
-    return {
-        "module": module_expression(modules[0]),
-        "modules": ", ".join(module_expression(m) for m in modules),
-        "param_names": ", ".join(dict.fromkeys(names)) or f"{DEFAULT_MODULE}.weight",
+    unnamed = UNNAMED_MODULE
+    fields = {
+        "module": module_expression(modules[0]) if modules else unnamed,
+        "modules": ", ".join(module_expression(m) for m in modules) or unnamed,
+        "param_names": ", ".join(dict.fromkeys(names)) or tr(kb, "snippet_unnamed_params", lang),
     }
+    # rules placeholders (fixes.yaml): the first value whose `when` holds; a value may use
+    # another placeholder ({wrap} uses {device_ids}), so fill until nothing changes
+    for name, entries in kb.placeholders.items():
+        value = next((v for when, v in entries if condition_holds(when, diagnosis.facts)), "")
+        fields[name] = value.get(lang) if isinstance(value, Text) else value
+    for _ in range(3):
+        fields = {k: _format_quietly(v, fields) for k, v in fields.items()}
+    return fields
+
+
+def _format_quietly(template: str, fields: dict[str, str]) -> str:
+    try:
+        return template.format(**fields) if "{" in template else template
+    except (KeyError, IndexError, ValueError):
+        return template
 
 
 def _fill(text: Text | None, lang: str, fields: dict[str, Any]) -> str | None:
@@ -114,9 +140,12 @@ def fix_view(
     kb: KnowledgeBase | None = None,
 ) -> FixView:
     fix = entry.fix
-    fields = {**snippet_fields(diagnosis), "said": said}
+    fields = {**snippet_fields(diagnosis, kb, lang), "said": said}
     framework = diagnosis.framework
     snippet = fix.snippets.get(framework)
+    if snippet is None and fix.snippets["pytorch"].any_framework:
+        snippet = fix.snippets["pytorch"]  # its placeholders spell it for every framework
+        framework = diagnosis.framework
     fallback = snippet is None
     if snippet is None:
         snippet = fix.snippets["pytorch"]
@@ -127,7 +156,7 @@ def fix_view(
         why=_fill(fix.why, lang, fields) or "",
         cost=_fill(fix.cost, lang, fields),
         warning=_warning_text(kb, entry, diagnosis, lang, fields),
-        framework="pytorch" if fallback else framework,
+        framework="pytorch" if fallback else framework,  # the snippet's own spelling
         framework_fallback=fallback and framework != "pytorch",
         language=snippet.language,
         code=(_fill(snippet.code, lang, fields) or "").rstrip(),
@@ -183,7 +212,7 @@ def conditional_view(
 
 
 def build_report(kb: KnowledgeBase, diagnosis: Diagnosis, lang: str) -> Report:
-    fields = snippet_fields(diagnosis)
+    fields = snippet_fields(diagnosis, kb, lang)
     family = kb.family(diagnosis.family) if diagnosis.family else None
     shown = kb.engine.get("shown_causes", 3)
     causes = tuple(
@@ -260,9 +289,7 @@ def said_for(kb: KnowledgeBase, condition, diagnosis: Diagnosis, lang: str) -> s
     return tr(kb, f"said_{kind}", lang)
 
 
-# ASCII punctuation ends a sentence only before a space: "../gloo/x.cc" and
-# "torch.multiprocessing.spawn" are not sentence ends; CJK punctuation needs no space.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
 
 
 def _first_sentence(text: str) -> str:

@@ -18,7 +18,8 @@ MAX_FILE_BYTES = 4 << 20  # the built-in rules are ~150 KB all together
 MAX_DEPTH = 40  # nesting of mappings and lists (the built-in rules need 8)
 MAX_VALUES = 200_000  # values after expanding aliases (the built-in rules have ~20,000)
 # the placeholders the code fills in rule texts (render.snippet_fields, engine's questions)
-TEXT_FIELDS = frozenset({"module", "modules", "param_names", "said"})  # said: render._said
+# said: render._said; device_ids, wrap: the built-in placeholders of fixes.yaml (facts)
+TEXT_FIELDS = frozenset({"module", "modules", "param_names", "said", "device_ids", "wrap"})
 
 
 class RulesProblem(Exception):

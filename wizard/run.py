@@ -174,6 +174,7 @@ class RunOutcome:
     result: TriageResult
     ended_mid_line: bool  # the job's last output did not end a line
     reader_left: bool  # whoever read our output stopped reading: nobody wants more
+    debug_level: str | None = None  # TORCH_DISTRIBUTED_DEBUG as the job ran with it
 
 
 def exit_code_of(returncode: int) -> int:
@@ -292,6 +293,7 @@ def run_job(kb, argv: Sequence[str], lang: str) -> RunOutcome | int:
         result=summarise(kb, [s.scanner for s in streams]),
         ended_mid_line=any(s.last_byte != b"\n" for s in (last, streams[-1])),
         reader_left=any(s.reader_left for s in streams),
+        debug_level=environment.variables.get(DEBUG_ENV),
     )
 
 
@@ -348,6 +350,9 @@ def report(
     explained = failed and bool(known_errors(kb, outcome.result))
     # under_run: the job already ran with TORCH_DISTRIBUTED_DEBUG decided (no advice to set it)
     ran = {"under_run": True}
+    # the level the job ran with is a fact: DETAIL in the environment crashed jobs
+    if outcome.debug_level:
+        ran["debug_level"] = outcome.debug_level.upper()
     diagnosis = diagnose(kb, outcome.result, ran) if explained or report_path else None
     unexplained = failed and outcome.interrupted_by is None and not outcome.reader_left
     tips = _tips(kb, outcome.result)
