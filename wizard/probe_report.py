@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 from .i18n import tr
 
-# List punctuation, not words (so not in the messages file): Chinese separates clauses with
-# a full-width comma. Lists of code names (modules, parameters) use ", " in both languages.
-_CLAUSE_SEPARATOR = {"en": ", ", "zh": "，"}
+# Lists of code names (modules, parameters) use ", " in both languages: it is code, not prose.
+# Clauses of a sentence are joined by the `clause_separator` message (Chinese: "，").
 _NAME_SEPARATOR = ", "
 
 # Beyond this many rows the table stops growing; `to_dict()` / `--json` still hold them all.
@@ -58,7 +57,7 @@ def _lines_before_table(report, t, lang: str) -> list[_Line]:
         "probe_verdict_problems",
         problems=report.problem_count,
         count=report.trainable_count,
-        details=_CLAUSE_SEPARATOR.get(lang, ", ").join(details),
+        details=t("clause_separator").join(details),
     )
     return [_Line(verdict, "bold red")]
 
