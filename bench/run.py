@@ -60,11 +60,11 @@ def make_env(workdir: Path, in_place: bool) -> Env:
         script = shutil.which("ddp-doctor", path=str(Path(sys.executable).parent))
         return Env(sys.executable, script or "ddp-doctor", environ)
     wheels = workdir / "wheel"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
-        + ["-w", str(wheels), str(ROOT)],
-        check=True,
-    )
+    build = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(ROOT)]
+    # offline first; a venv whose own setuptools predates the built-in bdist_wheel (a
+    # Python 3.11 venv ships 65.x) builds in an isolated environment instead
+    if subprocess.run([*build, "--no-build-isolation"], capture_output=True).returncode:
+        subprocess.run(build, check=True)
     venv = workdir / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = str(venv / "bin" / "python")

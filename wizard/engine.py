@@ -136,7 +136,38 @@ def settings(kb: KnowledgeBase) -> dict[str, Any]:
     return {**DEFAULT_SETTINGS, **dict(kb.engine)}
 
 
+# The decision table and the question planner rank the same few fact sets again and again
+# (158 rankings for one paste, a third of `triage --json`'s run time): remember them. Keyed on
+# the causes tuple itself (kept alive in the entry, so its id is never reused) and the facts.
+_RANKINGS: dict[tuple, tuple[tuple, tuple[RankedCause, ...]]] = {}
+_RANKINGS_KEPT = 4096
+
+
+def _facts_key(facts: Mapping[str, Any]) -> tuple | None:
+    try:
+        key = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in facts.items()))
+        hash(key)
+    except TypeError:  # an unhashable value (a dict, a nested list): rank without the memo
+        return None
+    return key
+
+
 def rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCause, ...]:
+    key = _facts_key(facts)
+    if key is None:
+        return _rank_causes(kb, facts)
+    memo_key = (id(kb.causes), key)
+    kept = _RANKINGS.get(memo_key)
+    if kept is not None and kept[0] is kb.causes:
+        return kept[1]
+    ranked = _rank_causes(kb, facts)
+    if len(_RANKINGS) >= _RANKINGS_KEPT:
+        _RANKINGS.clear()
+    _RANKINGS[memo_key] = (kb.causes, ranked)
+    return ranked
+
+
+def _rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCause, ...]:
     scored = []
     for cause in kb.causes:
         holding = tuple(e for e in cause.evidence if condition_holds(e.when, facts))
