@@ -352,6 +352,10 @@ def main() -> None:
         if args.what in ("all", "biglog"):
             log_dir = args.keep_logs or work / "logs"
             log_dir.mkdir(parents=True, exist_ok=True)
+            # the tool falls back silently to the pure search: say which one this run measures
+            probe = [env.python, "-c", "import hyperscan"]
+            found = subprocess.run(probe, env=env.environ, capture_output=True).returncode == 0
+            print("compiled matcher (hyperscan):", "installed" if found else "NOT installed")
             print(
                 f"| log (median of {args.log_runs}) | error | grep -c s | ddp-doctor s "
                 "| × grep | pure search s | × grep | peak RSS MB |\n"
