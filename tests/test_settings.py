@@ -56,3 +56,43 @@ def test_a_tip_naming_no_message_is_a_rules_error(tmp_path):
     done = cli("--rules", str(tmp_path), "triage", ERROR)
     assert done.returncode == 4
     assert "no_such_message" in done.err and "Traceback" not in done.err
+
+
+def test_how_many_found_errors_the_interview_lists_is_a_setting(tmp_path):
+    """A paste with three different errors: the interview lists `shown_findings` of them."""
+    import io
+
+    from ddp_doctor.kb import load
+    from ddp_doctor.record import replace
+    from ddp_doctor.session import run_session
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+    from rich.console import Console
+
+    paste = tmp_path / "three.log"
+    paste.write_text(
+        (FIXTURES / "versions" / "torch_1_10_flag_on.txt").read_text(encoding="utf-8")
+        + "\nRuntimeError: Expected to mark a variable ready only once. This error is caused by\n"
+        + "RuntimeError: Trying to backward through the graph a second time (or directly access"
+        " saved tensors after they have already been freed).\n",
+        encoding="utf-8",
+    )
+    kb = load()
+
+    def found_lines(shown: int) -> list[str]:
+        limited = replace(kb, engine={**kb.engine, "shown_findings": shown})
+        out = io.StringIO()
+        with create_pipe_input() as keys:
+            keys.close()  # no answers: the session ends at its first question
+            run_session(
+                limited,
+                "en",
+                str(paste),
+                console=Console(file=out, width=160, color_system=None),
+                prompt_input=keys,
+                prompt_output=DummyOutput(),
+            )
+        return [row for row in out.getvalue().splitlines() if "Found:" in row]
+
+    assert len(found_lines(3)) == 3  # otherwise this test could not fail
+    assert len(found_lines(1)) == 1

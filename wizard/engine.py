@@ -35,6 +35,7 @@ DEFAULT_SETTINGS = {
     "specific_weight": 1.5,  # evidence this heavy about more than the family is "specific"
     "conditional_per_answer": 2,  # fixes shown per answer in the decision table
     "conditional_rows": 10,
+    "shown_findings": 3,  # errors the interview lists as found in the paste
 }
 UNSURE = "unsure"
 FRAMEWORK_FACT = "framework"

@@ -256,9 +256,11 @@ class _Session:
     def show_findings(self, result) -> None:
         from rich.text import Text
 
+        from .engine import settings
         from .render import grouped_findings
 
-        for finding in grouped_findings(result.findings)[:3]:
+        shown = settings(self.kb)["shown_findings"]
+        for finding in grouped_findings(result.findings)[:shown]:
             family = self.kb.family(finding.family)
             title = family.title.get(self.lang) if family else finding.family
             line = Text("✓ ", style="green")
