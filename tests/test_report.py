@@ -314,3 +314,27 @@ def test_the_leak_check_can_fail():
     assert LEAKS.findall("hf_trainer has no spelling of its own")
     assert LEAKS.findall("你遇到的是 unfinished reduction 报错，见种子文章")
     assert not LEAKS.findall("Hugging Face Trainer has no setting of its own")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out"
+        " waiting 1800000ms for recv operation to complete",
+        "RuntimeError: Expected to mark a variable ready only once. This error is caused by one of",
+    ],
+)
+def test_the_quoted_error_line_is_not_cut_at_a_dot_in_a_path_or_a_name(tmp_path, line):
+    paste = tmp_path / "paste.txt"
+    paste.write_text(line + "\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "ddp_doctor", "triage", str(paste), "--format", "markdown"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LANG": "C.UTF-8"},
+    )
+    quoted = [row for row in done.stdout.splitlines() if row.lstrip().startswith("> ")]
+    assert quoted, done.stdout + done.stderr
+    first_sentence = line.split(". ")[0].rstrip(".") + ("." if ". " in line else "")
+    want = first_sentence[:139] + ("…" if len(first_sentence) > 140 else "")
+    assert quoted[0].strip()[2:] == want

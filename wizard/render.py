@@ -226,7 +226,10 @@ def build_report(kb: KnowledgeBase, diagnosis: Diagnosis, lang: str) -> Report:
             else _first_sentence(rc.cause.explanation.get(lang)),
             explanation=rc.cause.explanation.get(lang),
         )
-        for rc in diagnosis.causes[:shown]
+        for number, rc in enumerate(diagnosis.causes[:shown])
+        # after the first, only causes something in this error or these answers points at: a
+        # crash with no unused-parameter story gets no "module never used (6%)" filler
+        if number == 0 or rc.reasons
     )
     shown_fixes = kb.engine.get("shown_fixes", 4)
     shown_diagnostics = kb.engine["shown_diagnostics"]
@@ -289,7 +292,9 @@ def said_for(kb: KnowledgeBase, condition, diagnosis: Diagnosis, lang: str) -> s
     return tr(kb, f"said_{kind}", lang)
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
+# ASCII punctuation ends a sentence only before a space: "../gloo/x.cc" and
+# "torch.multiprocessing.spawn" are not sentence ends; CJK punctuation needs no space.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
 
 
 def _first_sentence(text: str) -> str:
