@@ -12,6 +12,7 @@ it is recognised as a question about the fix its thread was about.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -20,6 +21,14 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "fixtures" / "sentences"
+
+
+def split_for(source: str, text: str) -> str:
+    """The split of a corpus item, fixed by its source and text: `dev` when the SHA-1 of
+    `source + text` (UTF-8, nothing in between) ends in an even byte, `held_out` when odd.
+    Every item of tests/fixtures/sentences/ follows it (tests/test_text_corpus.py)."""
+    digest = hashlib.sha1((source + text).encode("utf-8")).digest()
+    return "dev" if digest[-1] % 2 == 0 else "held_out"
 
 
 def load_corpus():
@@ -84,7 +93,7 @@ fix entry that answers it. A sentence counts when its cause is among the first o
 ddp-doctor ranks after reading it (`understand` + the engine, for the error family the thread
 shows, usually the unfinished reduction). "no text read" is the same ranking without the sentence:
 what the error alone gives. `dev` items may guide changes to `rules/lexicon.yaml`; `held_out`
-items never do (the split is a hash of source and text).
+items never do (the split is `split_for`: the parity of the SHA-1 of source + text).
 
 """
 
