@@ -239,9 +239,9 @@ def build_report(kb: KnowledgeBase, diagnosis: Diagnosis, lang: str) -> Report:
         family_title=family.title.get(lang) if family else None,
         family_summary=family.summary.get(lang) if family else None,
         causes=causes,
-        fixes=tuple(fix_view(f, diagnosis, lang) for f in diagnosis.fixes[:shown_fixes]),
+        fixes=tuple(fix_view(f, diagnosis, lang, kb=kb) for f in diagnosis.fixes[:shown_fixes]),
         diagnostics=tuple(
-            fix_view(f, diagnosis, lang) for f in diagnosis.diagnostics[:shown_diagnostics]
+            fix_view(f, diagnosis, lang, kb=kb) for f in diagnosis.diagnostics[:shown_diagnostics]
         ),
         warnings=tuple(
             fix_view(f, diagnosis, lang, said_for(kb, f.fix.avoid_when, diagnosis, lang), kb)
