@@ -21,10 +21,46 @@ if TYPE_CHECKING:
 _MAPPINGS = (dict, MappingProxyType)
 
 
+UNKNOWN = object()  # a fact's value when it is not known: equal to no expected value
+
+# The engine evaluates the same few hundred rules conditions thousands of times per run (the
+# decision table ranks every cause for every hypothetical answer). Most are plain tests
+# ("family: X", "multitask: true", "framework: [a, b]"): each is read once into (fact, allowed
+# values) pairs and tested without walking the general reader below. Only the loader's
+# frozen mappings are remembered, never a caller's dict that could change afterwards; an
+# entry keeps its condition alive, so its id cannot be reused by another object.
+_PLAIN: dict[int, tuple[Mapping[str, Any], tuple[tuple[str, tuple], ...] | None]] = {}
+_PLAIN_KEPT = 8192
+
+
+def plain_tests(condition: Mapping[str, Any]) -> tuple[tuple[str, tuple], ...] | None:
+    """(fact, allowed values) pairs when every test is a value or a list; else None."""
+    tests = []
+    for key, expected in condition.items():
+        if key == "any" or isinstance(expected, _MAPPINGS):
+            return None
+        tests.append((key, tuple(expected) if isinstance(expected, list) else (expected,)))
+    return tuple(tests)
+
+
 def condition_holds(condition: Mapping[str, Any] | None, facts: Mapping[str, Any]) -> bool:
     """Evaluate a rules condition (see rules/README.md) against the known facts."""
     if not condition:
         return True
+    if type(condition) is MappingProxyType:
+        kept = _PLAIN.get(id(condition))
+        if kept is None or kept[0] is not condition:
+            if len(_PLAIN) >= _PLAIN_KEPT:
+                _PLAIN.clear()
+            kept = _PLAIN[id(condition)] = (condition, plain_tests(condition))
+        tests = kept[1]
+        if tests is not None:
+            # `x in (v,)` is `x is v or x == v`: the same test as value_holds' `==` / `in`;
+            # a loop, not all(...): no generator to set up on the hot path
+            for key, allowed in tests:  # noqa: SIM110
+                if facts.get(key, UNKNOWN) not in allowed:
+                    return False
+            return True
     for key, expected in condition.items():
         if key == "any":
             if not any(condition_holds(c, facts) for c in expected):

@@ -13,7 +13,12 @@ import math
 from collections.abc import Iterable, Mapping
 
 from . import safety
-from .conditions import condition_holds, condition_state  # noqa: F401 - re-exported
+from .conditions import (  # condition_state is re-exported
+    UNKNOWN,
+    condition_holds,
+    condition_state,  # noqa: F401
+    plain_tests,
+)
 from .kb import Cause, Evidence, Fix, KnowledgeBase, Option, Outcome, Question, Text
 from .record import field, record, replace
 from .triage import Finding, TriageResult
@@ -169,19 +174,27 @@ def rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCaus
 
 
 def _rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCause, ...]:
+    get = facts.get
     scored = []
-    for cause in kb.causes:
-        holding = tuple(e for e in cause.evidence if condition_holds(e.when, facts))
-        score = cause.prior + sum(e.weight for e in holding)
-        raised = [
-            (_is_specific(e.when), e.weight, e.reason)
-            for e in holding
-            if e.reason is not None and e.weight > 0
-        ]
-        # a strong reason tied to what this user said or pasted beats the generic one for the
-        # family; a weak hint (a nudge under 1 in log-odds) does not
-        raised.sort(key=lambda item: (not (item[0] and item[1] >= 1.0), -item[1]))
-        scored.append((cause, score, tuple(reason for _, _, reason in raised), holding))
+    for cause, evidence in _evidence_table(kb.causes):
+        holding = []
+        for entry in evidence:
+            tests = entry[1]
+            if tests is None:
+                if condition_holds(entry[0].when, facts):
+                    holding.append(entry)
+                continue
+            for key, allowed in tests:  # condition_holds' plain test, inlined: the hot loop
+                if get(key, UNKNOWN) not in allowed:
+                    break
+            else:
+                holding.append(entry)
+        score = cause.prior + sum(e.weight for e, _, _ in holding)
+        raised = [(order, e.reason) for e, _, order in holding if order is not None]
+        if len(raised) > 1:
+            raised.sort(key=lambda item: item[0])
+        reasons = tuple(reason for _, reason in raised)
+        scored.append((cause, score, reasons, tuple(e for e, _, _ in holding)))
     top = max((s for _, s, _, _ in scored), default=0.0)
     weights = [math.exp(s - top) for _, s, _, _ in scored]
     total = sum(weights) or 1.0
@@ -189,9 +202,38 @@ def _rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCau
         RankedCause(cause, w / total, s, reasons, holding)
         for (cause, s, reasons, holding), w in zip(scored, weights)
     ]
-    order = {c.id: i for i, c in enumerate(kb.causes)}
-    ranked.sort(key=lambda r: (-r.probability, order[r.id]))
+    ranked.sort(key=lambda r: -r.probability)  # stable: ties keep the rules' order
     return tuple(ranked)
+
+
+# Each cause's evidence, read once per set of rules: (evidence, its plain tests or None, its
+# place among the reasons shown or None). Only evidence with a reason and a positive weight
+# is shown as a reason: a strong reason tied to what this user said or pasted comes before
+# the generic one for the family; a weak hint (a nudge under 1 in log-odds) does not.
+_TABLES: dict[int, tuple[tuple[Cause, ...], tuple]] = {}
+
+
+def _evidence_table(causes: tuple[Cause, ...]) -> tuple:
+    kept = _TABLES.get(id(causes))
+    if kept is not None and kept[0] is causes:
+        return kept[1]
+    table = tuple(
+        (
+            cause,
+            tuple((e, plain_tests(e.when), _reason_order(e)) for e in cause.evidence),
+        )
+        for cause in causes
+    )
+    if len(_TABLES) >= 64:
+        _TABLES.clear()
+    _TABLES[id(causes)] = (causes, table)
+    return table
+
+
+def _reason_order(e: Evidence) -> tuple[bool, float] | None:
+    if e.reason is None or e.weight <= 0:
+        return None
+    return (not (_is_specific(e.when) and e.weight >= 1.0), -e.weight)
 
 
 def _is_specific(condition: Mapping[str, Any]) -> bool:

@@ -323,10 +323,12 @@ def _read_raw(rules_dirs: list[str]) -> dict[str, Any]:
         for path in _rule_paths(rules_dir)
     ]
     parsed: dict[str, Any] = {}
+    patterns: list[str] = []
     for path, trusted in sorted(files, key=lambda item: item[1]):  # the user's first
         data = _read_yaml(path, trusted)
         regexes: list[tuple[tuple, str]] = []
         problem = check_rules(_kind(path), data, regexes)
+        patterns += [pattern for _, pattern in regexes]
         if problem is None and not trusted:
             problem = _slow_regex(regexes)
         if problem is not None:
@@ -352,7 +354,11 @@ def _read_raw(rules_dirs: list[str]) -> dict[str, Any]:
             else:
                 raw[section] = value
     _check_references(raw, rules_dirs)
-    return _tidy_chinese(raw)
+    raw = _tidy_chinese(raw)
+    from .regex_pieces import required_pieces
+
+    raw[PIECES_KEY] = {p: required_pieces(p, re.MULTILINE) for p in dict.fromkeys(patterns)}
+    return raw
 
 
 def _kind(path: str) -> str:
@@ -524,7 +530,9 @@ def _find_file(rules_dirs: list[str], name: str) -> str | None:
 
 
 # Bump when the loader changes what it stores (e.g. _tidy_chinese), so old caches miss.
-CACHE_FORMAT = 4  # 4: a header line with the payload's size and digest
+CACHE_FORMAT = 5  # 4: a header line with the payload's size and digest; 5: PIECES_KEY
+# what regex_pieces.py found for each regex, stored beside the rules in the cache
+PIECES_KEY = "regex_pieces"
 
 
 def _cache_key(paths: list[str]) -> str:
@@ -601,44 +609,79 @@ def _examples(items: list | None) -> tuple[Example, ...]:
 
 
 class LazyPattern:
-    """A rules regex compiled the first time it is used.
+    """A rules regex compiled the first time it could match.
 
     A run uses a few of the rules' ~70 regexes (those of the families whose anchors the log
     holds, the extractors, the hints), and compiling all of them costs more start-up time
-    than the rest of a `triage --json` run. After the first use, `search` & co. are the
-    compiled pattern's own bound methods, so matching costs nothing extra."""
+    than the rest of a `triage --json` run. Most of those it reaches cannot match the text
+    at hand: a regex whose every match contains one of a few known pieces of text (`pieces`,
+    found by regex_pieces.py when the cache was built) is not compiled while the texts it
+    is asked about lack them all. After the first compile, `search` & co. are the compiled
+    pattern's own bound methods, so matching costs nothing extra."""
 
     _METHODS = ("search", "match", "fullmatch", "finditer", "findall", "sub", "split")
 
-    def __init__(self, pattern: str, flags: int = 0):
-        self.pattern, self.flags = pattern, flags
+    def __init__(self, pattern: str, flags: int = 0, pieces: tuple[str, ...] = ()):
+        self.pattern, self.flags, self.pieces = pattern, flags, pieces
+
+    def could_match(self, string: str) -> bool:
+        """False when `string` lacks every piece a match needs (so nothing can match)."""
+        return not self.pieces or any(piece in string for piece in self.pieces)
+
+    # the text lacks the piece every match holds: no match, without compiling
+    def search(self, string: str, *args: Any) -> Any:
+        if not self.could_match(string):
+            return None
+        return self._compiled().search(string, *args)
+
+    def match(self, string: str, *args: Any) -> Any:
+        if not self.could_match(string):
+            return None
+        return self._compiled().match(string, *args)
+
+    def finditer(self, string: str, *args: Any) -> Any:
+        if not self.could_match(string):
+            return iter(())
+        return self._compiled().finditer(string, *args)
+
+    def findall(self, string: str, *args: Any) -> list:
+        if not self.could_match(string):
+            return []
+        return self._compiled().findall(string, *args)
 
     def __getattr__(self, name: str) -> Any:  # only for what is not set yet
         if name.startswith("__"):
             raise AttributeError(name)
+        return getattr(self._compiled(), name)
+
+    def _compiled(self) -> re.Pattern:
         try:
             compiled = re.compile(self.pattern, self.flags)
         except re.error:  # rules_check compiled it before it was cached: a hand-edited cache
             compiled = re.compile(r"(?!)")
-        for method in self._METHODS:
+        for method in self._METHODS:  # instance attributes: found before the methods above
             setattr(self, method, getattr(compiled, method))
         self.groupindex = compiled.groupindex
         self.groups = compiled.groups
-        return getattr(compiled, name)
+        self._compiled = lambda: compiled
+        return compiled
 
     def __repr__(self) -> str:
         return f"LazyPattern({self.pattern!r})"
 
 
-def _compile(pattern: str) -> re.Pattern:
-    return LazyPattern(pattern, re.MULTILINE)  # type: ignore[return-value]
+def _compile(pattern: str, pieces: Mapping[str, list], flags: int = re.MULTILINE) -> re.Pattern:
+    found = pieces.get(pattern)
+    if not (isinstance(found, (list, tuple)) and all(isinstance(p, str) and p for p in found)):
+        found = []  # none found, or a hand-edited cache: compile when first used
+    return LazyPattern(pattern, flags, tuple(found))  # type: ignore[return-value]
 
 
-def _fact_rule(raw: dict[str, Any]) -> FactRule:
-    return FactRule(_compile(raw["pattern"]), _frozen(raw["sets"]))
+def _fact_rule(raw: dict[str, Any], pieces: Mapping[str, list]) -> FactRule:
+    return FactRule(_compile(raw["pattern"], pieces), _frozen(raw["sets"]))
 
 
-def _family(raw: dict[str, Any]) -> Family:
+def _family(raw: dict[str, Any], pieces: Mapping[str, list]) -> Family:
     examples = raw.get("examples", {})
     return Family(
         id=raw["id"],
@@ -646,17 +689,17 @@ def _family(raw: dict[str, Any]) -> Family:
         title=_text(raw["title"]),
         summary=_text(raw["summary"]),
         anchors=tuple(raw["anchors"]),
-        patterns=tuple(_compile(p) for p in raw["patterns"]),
+        patterns=tuple(_compile(p, pieces) for p in raw["patterns"]),
         sets=_frozen(raw.get("sets")),
-        facts=tuple(_fact_rule(r) for r in raw.get("facts", [])),
+        facts=tuple(_fact_rule(r, pieces) for r in raw.get("facts", [])),
         positive=_examples(examples.get("positive")),
         negative=_examples(examples.get("negative")),
         tip=raw.get("tip"),
     )
 
 
-def _extractor(raw: dict[str, Any]) -> Extractor:
-    return Extractor(raw["field"], _compile(raw["pattern"]), raw.get("split"))
+def _extractor(raw: dict[str, Any], pieces: Mapping[str, list]) -> Extractor:
+    return Extractor(raw["field"], _compile(raw["pattern"], pieces), raw.get("split"))
 
 
 def _evidence(raw: dict[str, Any]) -> Evidence:
@@ -733,17 +776,19 @@ def _build(raw: dict[str, Any]) -> KnowledgeBase:
     """The knowledge base from validated raw data: one builder per object above."""
     fixes = {f["id"]: _fix(f) for f in raw.get("fixes", [])}
     messages = {key: _text(value) for key, value in raw.get("messages", {}).items()}
+    pieces = raw.get(PIECES_KEY)
+    pieces = pieces if isinstance(pieces, dict) else {}
     return KnowledgeBase(
-        families=tuple(_family(f) for f in raw.get("families", [])),
-        extractors=tuple(_extractor(e) for e in raw.get("extractors", [])),
-        hints=tuple(_fact_rule(h) for h in raw.get("hints", [])),
+        families=tuple(_family(f, pieces) for f in raw.get("families", [])),
+        extractors=tuple(_extractor(e, pieces) for e in raw.get("extractors", [])),
+        hints=tuple(_fact_rule(h, pieces) for h in raw.get("hints", [])),
         causes=tuple(_cause(c) for c in raw.get("causes", [])),
         fixes=_frozen(fixes),
         questions=tuple(_question(q) for q in raw.get("questions", [])),
         messages=_frozen(messages),
-        line_prefixes=tuple(re.compile(p) for p in raw.get("line_prefixes", [])),
+        line_prefixes=tuple(_compile(p, pieces, 0) for p in raw.get("line_prefixes", [])),
         notes=tuple(_note(n) for n in raw.get("notes", [])),
-        library_paths=re.compile(raw.get("library_paths") or r"(?!)"),
+        library_paths=_compile(raw.get("library_paths") or r"(?!)", pieces, 0),
         engine=_frozen(raw.get("engine")),
         lexicon=_frozen({k: raw[k] for k in LEXICON_SECTIONS if k in raw}),
         placeholders=_frozen(

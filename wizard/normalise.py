@@ -29,6 +29,10 @@ class Line:
     text: str
 
 
+def _ANY(_text: str) -> bool:
+    return True
+
+
 def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
@@ -58,6 +62,9 @@ def clean_lines(text: str, prefixes: Sequence[re.Pattern], first_number: int = 1
     """Split `text` into normalised lines; `first_number` is the source line of its start."""
     lines: list[Line] = []
     text = strip_ansi(text)
+    # a prefix whose needed text is nowhere in the window cannot start a line of it (and a
+    # rules prefix not compiled yet then never is: see kb.LazyPattern)
+    prefixes = [p for p in prefixes if getattr(p, "could_match", _ANY)(text)]
     number = first_number
     for match in _iter_lines(text):
         raw, ends_with_cr = match
