@@ -176,34 +176,46 @@ def rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCaus
 def _rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCause, ...]:
     get = facts.get
     scored = []
+    top = -math.inf
     for cause, evidence in _evidence_table(kb.causes):
-        holding = []
-        for entry in evidence:
-            tests = entry[1]
+        score = cause.prior
+        fired = []
+        raised = []
+        for e, tests, order in evidence:
             if tests is None:
-                if condition_holds(entry[0].when, facts):
-                    holding.append(entry)
-                continue
-            for key, allowed in tests:  # condition_holds' plain test, inlined: the hot loop
-                if get(key, UNKNOWN) not in allowed:
-                    break
+                holds = condition_holds(e.when, facts)
             else:
-                holding.append(entry)
-        score = cause.prior + sum(e.weight for e, _, _ in holding)
-        raised = [(order, e.reason) for e, _, order in holding if order is not None]
+                holds = True
+                for key, allowed in tests:  # condition_holds' plain test, inlined: the hot loop
+                    if get(key, UNKNOWN) not in allowed:
+                        holds = False
+                        break
+            if not holds:
+                continue
+            fired.append(e)
+            score += e.weight
+            if order is not None:
+                raised.append((order, e.reason))
         if len(raised) > 1:
-            raised.sort(key=lambda item: item[0])
-        reasons = tuple(reason for _, reason in raised)
-        scored.append((cause, score, reasons, tuple(e for e, _, _ in holding)))
-    top = max((s for _, s, _, _ in scored), default=0.0)
+            raised.sort(key=_first)
+        scored.append((cause, score, tuple(reason for _, reason in raised), tuple(fired)))
+        top = max(top, score)
     weights = [math.exp(s - top) for _, s, _, _ in scored]
     total = sum(weights) or 1.0
     ranked = [
-        RankedCause(cause, w / total, s, reasons, holding)
-        for (cause, s, reasons, holding), w in zip(scored, weights)
+        RankedCause(cause, w / total, s, reasons, fired)
+        for (cause, s, reasons, fired), w in zip(scored, weights)
     ]
-    ranked.sort(key=lambda r: -r.probability)  # stable: ties keep the rules' order
+    ranked.sort(key=_most_likely_first)  # stable: ties keep the rules' order
     return tuple(ranked)
+
+
+def _first(item: tuple) -> Any:
+    return item[0]
+
+
+def _most_likely_first(ranked: RankedCause) -> float:
+    return -ranked.probability
 
 
 # Each cause's evidence, read once per set of rules: (evidence, its plain tests or None, its

@@ -77,7 +77,7 @@ def verdict(fix: Fix, cause_id: str, facts: Mapping[str, Any]) -> Verdict:
 
 
 def _about_more_than_the_family(condition: Mapping[str, Any]) -> bool:
-    return any(key != "family" for key in condition)
+    return len(condition) > 1 or (len(condition) == 1 and "family" not in condition)
 
 
 def plausible_causes(ranked: tuple, facts: Mapping[str, Any], settings: Mapping[str, Any]) -> tuple:
@@ -94,10 +94,14 @@ def plausible_causes(ranked: tuple, facts: Mapping[str, Any], settings: Mapping[
     candidates: list[tuple] = []
     anything_specific = False
     for ranked_cause in ranked:
-        fired = ranked_cause.fired
-        specific = any(e.weight >= strong and _about_more_than_the_family(e.when) for e in fired)
+        supported = ruled_out = specific = False
+        for e in ranked_cause.fired:  # one pass: the decision table calls this ~100 times a run
+            weight = e.weight
+            supported = supported or weight > 0
+            ruled_out = ruled_out or weight <= -rule_out
+            specific = specific or (weight >= strong and _about_more_than_the_family(e.when))
         anything_specific = anything_specific or specific
-        if not any(e.weight > 0 for e in fired) or any(e.weight <= -rule_out for e in fired):
+        if not supported or ruled_out:
             continue
         candidates.append((ranked_cause, specific))
     if not anything_specific:
