@@ -436,7 +436,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = _main(argv)
         except SystemExit as exc:  # argparse: --help, --version, usage errors
             code = exc.code if isinstance(exc.code, int) else int(ExitCode.USAGE)
-        return guard.finish(code, lambda reason: _say_output_failed(argv, reason))
+        code = guard.finish(code, lambda reason: _say_output_failed(argv, reason))
+    if argv is None:  # run as the program, not called from Python: the process ends now
+        # The interpreter's last garbage collection would walk every object the run made
+        # (rules, rankings, the report) only to find what exit frees anyway: about 12 ms
+        # of an 80 ms `triage --json`. Frozen objects are left out of it.
+        import gc
+
+        gc.freeze()
+    return code
 
 
 def _say_output_failed(argv: Sequence[str] | None, reason: str) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 
 from .record import field, record
@@ -600,6 +600,33 @@ def _text(value: Any) -> Text | None:
     return Text(en=value["en"], zh=value["zh"]) if value else None
 
 
+class _Messages(Mapping):
+    """The interface texts, read-only, each made a `Text` when first asked for: a run shows
+    a few dozen of the ~600, and building them all is a millisecond of start-up."""
+
+    def __init__(self, raw: dict[str, Any]):
+        self._raw = raw
+        self._made: dict[str, Text] = {}
+
+    def __getitem__(self, key: str) -> Text:
+        made = self._made.get(key)
+        if made is None:
+            made = self._made[key] = _text(self._raw[key])
+        return made
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} messages>"
+
+
 def _frozen(mapping: Mapping | None) -> Mapping[str, Any]:
     return MappingProxyType(dict(mapping or {}))
 
@@ -775,7 +802,7 @@ def _note(raw: dict[str, Any]) -> Note:
 def _build(raw: dict[str, Any]) -> KnowledgeBase:
     """The knowledge base from validated raw data: one builder per object above."""
     fixes = {f["id"]: _fix(f) for f in raw.get("fixes", [])}
-    messages = {key: _text(value) for key, value in raw.get("messages", {}).items()}
+    messages = _Messages(raw.get("messages", {}))
     pieces = raw.get(PIECES_KEY)
     pieces = pieces if isinstance(pieces, dict) else {}
     return KnowledgeBase(
@@ -785,7 +812,7 @@ def _build(raw: dict[str, Any]) -> KnowledgeBase:
         causes=tuple(_cause(c) for c in raw.get("causes", [])),
         fixes=_frozen(fixes),
         questions=tuple(_question(q) for q in raw.get("questions", [])),
-        messages=_frozen(messages),
+        messages=messages,
         line_prefixes=tuple(_compile(p, pieces, 0) for p in raw.get("line_prefixes", [])),
         notes=tuple(_note(n) for n in raw.get("notes", [])),
         library_paths=_compile(raw.get("library_paths") or r"(?!)", pieces, 0),
