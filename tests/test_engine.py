@@ -35,18 +35,20 @@ def truth(**changes):
 # the expected cases that sit beside each cause in causes.yaml:
 # (cause, case number) -> (error family the user pasted; truths)
 CASES = {
-    (cause["id"], number): (case["family"], truth(**case["truths"]))
+    (cause["id"], number): ((case["family"], case.get("example", 1)), truth(**case["truths"]))
     for cause in RULES_CAUSES["causes"]
     for number, case in enumerate(cause.get("cases", []), 1)
 }
 
 
-def start_facts(family: str | None) -> dict:
-    """The facts the paste gives: triage of the family's own example text."""
+def start_facts(family: str | None, example: int = 1) -> dict:
+    """The facts the paste gives: triage of the family's own example text (the `example`-th
+    positive one, from 1)."""
     if family is None:
         return {"family": "unfinished_reduction"}
-    example = next(e.text for e in KB.family(family).positive if e.text)
-    result = triage_text(KB, example)
+    positive = KB.family(family).positive[example - 1]
+    text = positive.text or (FIXTURES.parent / positive.file).read_text(encoding="utf-8")
+    result = triage_text(KB, text)
     assert result.facts["family"] == family
     return dict(result.facts)
 
@@ -88,8 +90,8 @@ def test_every_cause_has_an_expected_case():
 def test_honest_interview_reaches_the_cause(case, modules):
     """The generic test of the causes' `cases` (causes.yaml)."""
     cause = case[0]
-    family, facts_true = CASES[case]
-    facts, asked = interview(start_facts(family), lambda a: honest(a, facts_true), modules)
+    (family, example), facts_true = CASES[case]
+    facts, asked = interview(start_facts(family, example), lambda a: honest(a, facts_true), modules)
     ranked = engine.rank_causes(KB, facts)
     assert ranked[0].id == cause, [(r.id, round(r.probability, 2)) for r in ranked[:3]]
     assert len(asked) <= MAX_QUESTIONS
