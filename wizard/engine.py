@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 
 from . import safety
 from .conditions import (  # condition_state is re-exported
@@ -138,8 +139,18 @@ class Diagnosis:
 # ---------------------------------------------------------------------------- ranking
 
 
-def settings(kb: KnowledgeBase) -> dict[str, Any]:
-    return {**DEFAULT_SETTINGS, **dict(kb.engine)}
+def settings(kb: KnowledgeBase) -> Mapping[str, Any]:
+    """The engine settings of these rules over the defaults (read-only, made once per rules)."""
+    kept = _SETTINGS.get(id(kb.engine))
+    if kept is None or kept[0] is not kb.engine:
+        kept = _SETTINGS[id(kb.engine)] = (
+            kb.engine,
+            MappingProxyType({**DEFAULT_SETTINGS, **dict(kb.engine)}),
+        )
+    return kept[1]
+
+
+_SETTINGS: dict[int, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
 
 
 # The decision table and the question planner rank the same few fact sets again and again

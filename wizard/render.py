@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from .engine import AskedQuestion, ConditionalFix, Diagnosis, RankedFix, condition_holds
+from .engine import AskedQuestion, ConditionalFix, Diagnosis, RankedFix, condition_holds, settings
 from .i18n import tr
 from .kb import KnowledgeBase, Text
 from .record import record
@@ -214,7 +214,8 @@ def conditional_view(
 def build_report(kb: KnowledgeBase, diagnosis: Diagnosis, lang: str) -> Report:
     fields = snippet_fields(diagnosis, kb, lang)
     family = kb.family(diagnosis.family) if diagnosis.family else None
-    shown = kb.engine.get("shown_causes", 3)
+    conf = settings(kb)
+    shown = conf["shown_causes"]
     causes = tuple(
         CauseView(
             id=rc.id,
@@ -231,8 +232,8 @@ def build_report(kb: KnowledgeBase, diagnosis: Diagnosis, lang: str) -> Report:
         # crash with no unused-parameter story gets no "module never used (6%)" filler
         if number == 0 or rc.reasons
     )
-    shown_fixes = kb.engine.get("shown_fixes", 4)
-    shown_diagnostics = kb.engine["shown_diagnostics"]
+    shown_fixes = conf["shown_fixes"]
+    shown_diagnostics = conf["shown_diagnostics"]
     return Report(
         lang=lang,
         diagnosis=diagnosis,
