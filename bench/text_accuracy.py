@@ -71,7 +71,8 @@ def measure(kb, sentences, questions) -> dict:
     for item in questions:
         found = understand(kb, item["text"])
         ok = found.intent is not None and item["fix"] in found.intent.fixes
-        for key in (item["lang"], "all"):
+        split = item.get("split") or split_for(item["source"], item["text"])
+        for key in ((item["lang"], split), (item["lang"], "all"), ("all", split), ("all", "all")):
             answered[key]["n"] += 1
             answered[key]["answered"] += ok
             answered[key]["aspect"] += ok and found.intent.aspect == item["aspect"]
@@ -108,11 +109,14 @@ def report(result) -> str:
             f"| {lang} | {split} | {row['n']} | {_pct(row['top1'], row['n'])} | "
             f"{_pct(row['top2'], row['n'])} | {_pct(row['base2'], row['n'])} |"
         )
-    lines += ["", "| language | questions | answered from the right entry | and the right aspect |"]
-    lines.append("|---|---|---|---|")
-    for lang, row in sorted(result["questions"].items()):
+    lines += [
+        "",
+        "| language | split | questions | answered from the right entry | and the right aspect |",
+        "|---|---|---|---|---|",
+    ]
+    for (lang, split), row in sorted(result["questions"].items()):
         lines.append(
-            f"| {lang} | {row['n']} | {_pct(row['answered'], row['n'])} | "
+            f"| {lang} | {split} | {row['n']} | {_pct(row['answered'], row['n'])} | "
             f"{_pct(row['aspect'], row['n'])} |"
         )
     return "\n".join(lines) + "\n"
