@@ -37,6 +37,15 @@ _CONTEXT_FIELDS = ("ranks", "torch_version")
 
 
 @record
+class RankError:
+    """The last line of another rank's traceback, the first one in the text."""
+
+    rank: int
+    line: int  # in the source
+    text: str
+
+
+@record
 class UserFrame:
     """A traceback frame in the user's own code."""
 
@@ -66,6 +75,8 @@ class Finding:
     # text in a parameter list that is not a dotted identifier: quoted back to the user as
     # text, never used as a name (a name ends up in code the user is told to run)
     rejected_names: tuple[str, ...] = ()
+    # another rank failed first: its own error may be the cause of this one
+    other_rank_error: RankError | None = None
 
     def identity(self) -> tuple:
         """Two findings with the same identity are the same error printed twice."""
@@ -309,7 +320,13 @@ class Analyser:
                     window_facts = self._window_facts(lines)
                 texts = _BlockTexts(lines, block)
                 finding = self._finding(family, lines, index, rank, texts, consumed)
-                findings.append(replace(finding, facts={**window_facts, **finding.facts}))
+                findings.append(
+                    replace(
+                        finding,
+                        facts={**window_facts, **finding.facts},
+                        other_rank_error=self._other_rank_error(lines, rank, anchored),
+                    )
+                )
                 break
         return findings
 
@@ -325,6 +342,20 @@ class Analyser:
             head.append(j)
         texts = _BlockTexts(lines, head)
         return any(texts.search(pattern) for pattern in family.patterns)
+
+    def _other_rank_error(
+        self, lines: list[Line], rank: int | None, anchored: dict[int, list[Family]]
+    ) -> RankError | None:
+        """The first traceback line of a rank other than the one that printed the error (an
+        error of its own, not one of the DDP errors the rules know, which are findings)."""
+        if rank is None:  # no rank prefixes: the ranks cannot be told apart
+            return None
+        for j, line in enumerate(lines):
+            if line.rank is None or line.rank == rank or j in anchored:
+                continue
+            if self.kb.error_line.search(line.text):
+                return RankError(line.rank, line.number, line.text.strip()[:300])
+        return None
 
     def _window_facts(self, lines: list[Line]) -> dict[str, Any]:
         """Facts the text around an error reveals (`hints`): a framework's frames, a

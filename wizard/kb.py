@@ -201,6 +201,7 @@ class KnowledgeBase:
     messages: Mapping[str, Text]
     line_prefixes: tuple[re.Pattern, ...] = ()
     library_paths: re.Pattern = re.compile(r"(?!)")
+    error_line: re.Pattern = re.compile(r"(?!)")  # the last line of a Python traceback
     engine: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[Note, ...] = ()
     # lexicon.yaml as read (plain data); wizard/understand.py compiles it on first use, so
@@ -816,6 +817,7 @@ def _build(raw: dict[str, Any]) -> KnowledgeBase:
         line_prefixes=tuple(_compile(p, pieces, 0) for p in raw.get("line_prefixes", [])),
         notes=tuple(_note(n) for n in raw.get("notes", [])),
         library_paths=_compile(raw.get("library_paths") or r"(?!)", pieces, 0),
+        error_line=_compile(raw.get("error_line") or r"(?!)", pieces, 0),
         engine=_frozen(raw.get("engine")),
         lexicon=_frozen({k: raw[k] for k in LEXICON_SECTIONS if k in raw}),
         placeholders=_frozen(

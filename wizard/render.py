@@ -377,6 +377,15 @@ def _finding_json(f) -> dict[str, Any]:
         ],
         "quote": f.quote,
         "occurrences": f.occurrences,
+        "other_rank_error": (
+            {
+                "rank": f.other_rank_error.rank,
+                "line": f.other_rank_error.line,
+                "text": f.other_rank_error.text,
+            }
+            if f.other_rank_error
+            else None
+        ),
     }
 
 
@@ -547,6 +556,10 @@ def _finding_facts(kb: KnowledgeBase, f, lang: str, full: bool = True) -> list[t
     rows = []
     if f.ranks:
         rows.append((tr(kb, "label_ranks", lang), ", ".join(map(str, f.ranks))))
+    if f.other_rank_error:
+        first = f.other_rank_error
+        value = tr(kb, "value_rank_error", lang, rank=first.rank, line=first.line, text=first.text)
+        rows.append((tr(kb, "label_other_rank_error", lang), value))
     if f.unused_modules:
         rows.append((tr(kb, "label_modules", lang), ", ".join(f"`{m}`" for m in f.unused_modules)))
     limit = 12 if full else 6
@@ -644,9 +657,9 @@ def print_rich(
     for i, view in enumerate(fixes, 1):
         _rich_fix(out, view, report, "fixes_heading", i, "green", full)
     _rich_conditional(out, report, full)
-    if full:
-        for i, view in enumerate(report.diagnostics, 1):
-            _rich_fix(out, view, report, "diagnostics_heading", i, "blue", full)
+    diagnostics = _shown_diagnostics(report, full)
+    for i, view in enumerate(diagnostics, 1):
+        _rich_fix(out, view, report, "diagnostics_heading", i, "blue", full)
     for view in report.warnings:
         out.para(out.inline(f"⚠ {view.title}", "bold magenta"))
         out.para(view.warning or "", indent=2)
@@ -655,7 +668,7 @@ def print_rich(
         for note in report.notes:
             out.para(out.inline("• ") + out.inline(note))
         return False
-    hidden = _hidden_items(out, report)
+    hidden = _hidden_items(out, report, len(diagnostics))
     if hidden:
         line = out.t("more_hidden", items=out.t("list_separator").join(hidden))
         out.para(line + (" " + more if more else ""), style="dim")
@@ -679,11 +692,21 @@ def _rich_conditional(out: _Out, report: Report, full: bool) -> None:
     out.blank()
 
 
-def _hidden_items(out: _Out, report: Report) -> list[str]:
+def _shown_diagnostics(report: Report, full: bool) -> tuple[FixView, ...]:
+    if full:
+        return report.diagnostics
+    if not report.fixes and not report.conditional:
+        # nothing to try yet (a crash, a peer that exited first): the first way to find the
+        # culprit is what the short report has to offer
+        return report.diagnostics[:1]
+    return ()
+
+
+def _hidden_items(out: _Out, report: Report, diagnostics_shown: int) -> list[str]:
     counts = (
         ("more_causes", len(report.causes) - 1),
         ("more_fixes", len(report.fixes) - 1),
-        ("more_diagnostics", len(report.diagnostics)),
+        ("more_diagnostics", len(report.diagnostics) - diagnostics_shown),
         ("more_notes", len(report.notes)),
     )
     return [out.t(key, count=count) for key, count in counts if count > 0]

@@ -96,6 +96,8 @@ def test_a_rank_that_died_first_is_blamed_not_the_model(tmp_path):
         assert doc["causes"][0]["id"] == "peer_exited_first", doc["causes"][:3]
         assert [d["id"] for d in doc["diagnostics"]][:1] == ["read_first_rank_error"]
         assert doc["fixes"] == [], "no fix is proven while the first rank's error is unknown"
+        first = doc["findings"][0]["other_rank_error"]
+        assert first["rank"] == 1 and first["text"].startswith("ValueError: bad sample"), first
 
     # the snippet's glob finds every rank's log, and triage on them says the same
     logs = sorted(glob.glob(str(tmp_path / "logs/*/attempt_*/*/stderr.log")))
