@@ -83,3 +83,28 @@ def test_with_fixes_to_try_the_short_report_keeps_the_diagnostics_for_all():
     assert report.fixes or report.conditional
     shown = _short_rich(report)
     assert report.diagnostics and report.diagnostics[0].title not in shown
+
+
+@pytest.mark.parametrize(
+    ("lang", "label"), [("en", "another rank failed first"), ("zh", "另一个 rank 先出错")]
+)
+def test_the_interview_shows_it_with_what_it_found(lang, label):
+    pytest.importorskip("questionary")
+    from ddp_doctor.session import run_session
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    out = io.StringIO()
+    console = Console(file=out, width=160, highlight=False, color_system=None)
+    with create_pipe_input() as keys:
+        keys.close()  # no answer: the session ends after showing what the paste holds
+        run_session(
+            KB,
+            lang,
+            str(CAPTURE),
+            console=console,
+            prompt_input=keys,
+            prompt_output=DummyOutput(),
+        )
+    screen = out.getvalue()
+    assert label in screen and "ValueError: bad sample in batch 1" in screen

@@ -288,6 +288,17 @@ class _Session:
                     style="cyan",
                     markup=False,
                 )
+            first = finding.other_rank_error
+            if first is not None:  # the error of a rank that exited first may be the cause
+                value = self.t(
+                    "value_rank_error", rank=first.rank, line=first.line, text=first.text
+                )
+                label = self.t("label_other_rank_error")
+                self.console.print(
+                    "  " + self.t("label_value", label=label, value=value),
+                    style="yellow",
+                    markup=False,
+                )
 
     def print_reproduce(self, state: Interview, answers_path: str | None, paste_path: str | None):
         answers = answers_for_file(self.kb, state.text_facts, state.answers)
