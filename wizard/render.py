@@ -628,12 +628,14 @@ class _Out:
         """Code flush left, outside any box and never broken by us: what is copied from the
         screen runs as it is. A line wider than the terminal continues on the next screen
         line (the terminal's own soft wrap, which copies as one line)."""
-        from rich.syntax import Syntax
+        from rich.text import Text as RichText
 
+        from .highlight import highlight
         from .wrap import text_width
 
-        syntax = Syntax(code, language, theme="ansi_dark", background_color="default")
-        highlighted = syntax.highlight(code)
+        highlighted = RichText()
+        for text, style in highlight(code, language):
+            highlighted.append(text, style=style or None)
         highlighted.rstrip()
         self.console.print(highlighted, soft_wrap=True, highlight=False)
         if max((text_width(line) for line in code.splitlines()), default=0) > self.console.width:

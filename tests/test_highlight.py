@@ -1,0 +1,52 @@
+"""The terminal report colours code without Pygments (wizard/highlight.py): the text must
+come out exactly as written, since users copy it from the screen and run it."""
+
+from __future__ import annotations
+
+import pytest
+from ddp_doctor.highlight import STYLES, highlight
+from ddp_doctor.kb import load
+
+KB = load()
+SNIPPETS = [
+    (f"{fix.id}/{name}/{lang}", snippet.code.get(lang), snippet.language)
+    for fix in KB.fixes.values()
+    for name, snippet in fix.snippets.items()
+    for lang in ("en", "zh")
+]
+
+
+@pytest.mark.parametrize(("where", "code", "language"), SNIPPETS, ids=[s[0] for s in SNIPPETS])
+def test_every_snippet_comes_out_as_written_and_coloured(where, code, language):
+    pieces = highlight(code, language)
+    assert "".join(text for text, _ in pieces) == code
+    if "#" in code:  # every snippet says something in a comment
+        assert any(style == STYLES["comment"] for _, style in pieces), where
+
+
+def test_python_parts_are_told_apart():
+    pieces = dict(highlight('def f(x):\n    return x + 1  # one\nf("a")\n', "python"))
+    assert pieces["def"] == pieces["return"] == STYLES["keyword"]
+    assert pieces["f"] == STYLES["definition"]
+    assert pieces["1"] == STYLES["number"]
+    assert pieces["# one"] == STYLES["comment"]
+    assert pieces['"a"'] == STYLES["string"]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "if x:\n    y = (1,\n",  # unfinished: tokenize gives up part way
+        "  x = 1\n",  # an indented fragment
+        'print("中文 # 不是注释")  # 这才是注释\n',
+        "",
+    ],
+)
+def test_broken_or_odd_code_is_still_printed_whole(code):
+    assert "".join(text for text, _ in highlight(code, "python")) == code
+
+
+def test_shell_comments_start_a_word_and_not_inside_quotes():
+    pieces = highlight("echo 'a # b' x#y  # note\n# whole line\n", "bash")
+    comments = [text for text, style in pieces if style == STYLES["comment"]]
+    assert comments == ["# note", "# whole line"]
