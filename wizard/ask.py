@@ -87,7 +87,7 @@ def build_answer(
             parts += _texts(kb, fix, lang, title, ("warning", "cost"))
             parts += _outcomes(kb, fix, lang)
         elif aspect == "framework":
-            parts += _snippet(kb, fix, lang, framework)
+            parts += _snippet(kb, fix, lang, framework, facts)
         elif aspect == "still_fails":
             parts += _texts(kb, fix, lang, title, ("warning", "why"))
             parts += _outcomes(kb, fix, lang, failures_only=True)
@@ -158,8 +158,9 @@ def _outcomes(kb, fix, lang: str, failures_only: bool = False) -> list[Part]:
     return [Part(heading, "\n".join(lines), source, fix_id=fix.id, measured=True)]
 
 
-def _snippet(kb, fix, lang: str, framework: str | None) -> list[Part]:
+def _snippet(kb, fix, lang: str, framework: str | None, facts: Mapping[str, Any]) -> list[Part]:
     from .i18n import tr
+    from .render import fields_for
 
     chosen = framework if framework in fix.snippets else "pytorch"
     snippet = fix.snippets.get(chosen)
@@ -175,11 +176,19 @@ def _snippet(kb, fix, lang: str, framework: str | None) -> list[Part]:
             heading,
             text,
             f"fixes.yaml › {fix.id} › snippets › {chosen}",
-            code=snippet.code.get(lang).rstrip("\n"),
+            # {device_ids}, {wrap}, {module}...: filled from what the question told
+            code=_filled(snippet.code.get(lang), fields_for(kb, lang, facts)).rstrip("\n"),
             language=snippet.language,
             fix_id=fix.id,
         )
     ]
+
+
+def _filled(code: str, fields: Mapping[str, str]) -> str:
+    try:
+        return code.format(**fields)
+    except (KeyError, IndexError, ValueError):  # the rules tests keep placeholders valid
+        return code
 
 
 def _framework_label(kb, framework: str, lang: str) -> str:

@@ -249,7 +249,7 @@ def cmd_ask(kb, args, lang: str) -> int:
             data = ask.answer_json(answer, lang, understood)
             sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
         else:
-            _print_text(ask.answer_markdown(kb, answer, lang), fmt)
+            _print_text(kb, ask.answer_markdown(kb, answer, lang), lang, fmt)
         return ExitCode.OK
     facts = dict(understood.facts)
     if not facts and not found_error:
@@ -274,7 +274,7 @@ def cmd_ask(kb, args, lang: str) -> int:
         data["next_question"] = _question_json(upcoming, lang)
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
         return ExitCode.OK
-    _print_text(_understood_block(kb, understood, upcoming, lang), fmt)
+    _print_text(kb, _understood_block(kb, understood, upcoming, lang), lang, fmt)
     _emit(kb, args, diagnosis, lang, fmt)
     return ExitCode.OK
 
@@ -302,13 +302,14 @@ def _question_json(upcoming, lang: str):
     }
 
 
-def _print_text(text: str, fmt: str) -> None:
-    """Markdown as is, or through rich's Markdown renderer in a terminal."""
+def _print_text(kb, text: str, lang: str, fmt: str) -> None:
+    """Markdown as is, or styled for a terminal."""
     if fmt == "rich":
         from rich.console import Console
-        from rich.markdown import Markdown
 
-        Console(highlight=False).print(Markdown(text))
+        from .render import print_markdown
+
+        print_markdown(kb, text, lang, Console(highlight=False))
     else:
         sys.stdout.write(text)
     sys.stdout.flush()

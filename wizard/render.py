@@ -19,6 +19,7 @@ from .version import __version__
 # typing is only read by type checkers: importing it costs start-up time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
 SCHEMA_VERSION = 2  # 2: conditional_fixes, splitting_question, plausible_causes
@@ -97,8 +98,18 @@ def snippet_fields(
         from .kb import load
 
         kb = load()
-    modules = diagnosis.unused_modules
     names = [n for f in diagnosis.findings for n in f.unused_parameter_names]
+    return fields_for(kb, lang, diagnosis.facts, diagnosis.unused_modules, names)
+
+
+def fields_for(
+    kb: KnowledgeBase,
+    lang: str,
+    facts: Mapping[str, Any],
+    modules: Sequence[str] = (),
+    names: Sequence[str] = (),
+) -> dict[str, str]:
+    """The {placeholders} filled from what is known: facts, module and parameter names."""
     unnamed = UNNAMED_MODULE
     fields = {
         "module": module_expression(modules[0]) if modules else unnamed,
@@ -108,7 +119,7 @@ def snippet_fields(
     # rules placeholders (fixes.yaml): the first value whose `when` holds; a value may use
     # another placeholder ({wrap} uses {device_ids}), so fill until nothing changes
     for name, entries in kb.placeholders.items():
-        value = next((v for when, v in entries if condition_holds(when, diagnosis.facts)), "")
+        value = next((v for when, v in entries if condition_holds(when, facts)), "")
         fields[name] = value.get(lang) if isinstance(value, Text) else value
     for _ in range(3):
         fields = {k: _format_quietly(v, fields) for k, v in fields.items()}
@@ -643,6 +654,61 @@ class _Out:
 
     def blank(self) -> None:
         self.console.print()
+
+
+# the inline marks of the markdown ddp-doctor writes: `code`, **bold**, *italic*
+_MARKS = re.compile(r"`[^`]+`|\*\*[^*]+\*\*|\*[^*\s][^*]*\*")
+_LIST_ITEM = re.compile(r"^(?:[-*]|\d{1,3}\.)\s+")
+
+
+def print_markdown(kb: KnowledgeBase, text: str, lang: str, console) -> None:
+    """ddp-doctor's own markdown (answers, what `ask` read) in a terminal, without a markdown
+    parser: rich's (markdown-it, and Pygments for code) costs ~70 ms of start-up, and this
+    text only holds headings, paragraphs, list items and fenced code. Marks are dropped,
+    never the text they mark."""
+    out = _Out(kb, lang, console)
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if line.startswith("```"):
+            code = []
+            while i < len(lines) and not lines[i].startswith("```"):
+                code.append(lines[i])
+                i += 1
+            i += 1  # the closing fence
+            out.code("\n".join(code) + "\n", line[3:].strip() or "text")
+        elif line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            out.heading(line[level:].strip(), "red" if level == 1 else "cyan")
+        elif _LIST_ITEM.match(line):
+            item = _LIST_ITEM.match(line)
+            out.para(out.inline(item.group().strip() + " ") + _marked(out, line[item.end() :]), 2)
+        elif line.strip():
+            out.para(_marked(out, line))
+        else:
+            out.blank()
+
+
+def _marked(out: _Out, text: str, base: str = ""):
+    """A line of markdown as styled text, its `code`, **bold** and *italic* marks applied."""
+    from rich.text import Text as RichText
+
+    styled = RichText()
+    done = 0
+    for mark in _MARKS.finditer(text):
+        styled.append(text[done : mark.start()], style=base)
+        body = mark.group()
+        if body.startswith("`"):
+            styled.append(body[1:-1], style=f"{base} cyan".strip())
+        elif body.startswith("**"):
+            styled.append_text(_marked(out, body[2:-2], f"{base} bold".strip()))
+        else:
+            styled.append_text(_marked(out, body[1:-1], f"{base} italic".strip()))
+        done = mark.end()
+    styled.append(text[done:], style=base)
+    return styled
 
 
 def print_rich(
