@@ -189,8 +189,9 @@ class Scanner:
 
     Each chunk is searched where it lies (no copy of it is made): one `bytes.find` pass per
     anchor (or one pass of a compiled matcher for big inputs), one newline count for line
-    numbers, and a small search over the seam with the previous chunk for an anchor cut in
-    two. The bytes before the chunk that a window may need are kept in `tail`.
+    numbers (for big inputs in a second thread, at the same time as the compiled matcher:
+    see `NewlineCounter`), and a small search over the seam with the previous chunk for an
+    anchor cut in two. The bytes before the chunk that a window may need are kept in `tail`.
     """
 
     def __init__(
