@@ -101,15 +101,16 @@ def test_scan_stream_counts_in_a_second_thread_for_a_big_file(tmp_path, monkeypa
     counters = []
 
     class Counter(scanner_module.NewlineCounter):
-        def __init__(self):
+        def __init__(self, read_ahead=None):
             counters.append(self)
-            super().__init__()
+            super().__init__(read_ahead)
 
     monkeypatch.setattr(scanner_module, "NewlineCounter", Counter)
     monkeypatch.setattr(scanner_module, "_several_cpus", lambda: True)
     with open(path, "rb") as stream:
         threaded = scan_stream(KB, stream, "big.log", size=len(data))
     assert len(counters) == 1 and not counters[0]._thread.is_alive()
+    assert counters[0].read_ahead is not None  # a regular file: read a block ahead
     block = scanner_module.BLOCK_SIZE
     pieces = [data[at : at + block] for at in range(0, len(data), block)]
     plain = Scanner(KB, "big.log", accelerate=False)

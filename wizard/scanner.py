@@ -413,39 +413,59 @@ class NewlineCounter:
     in its own thread and this one counts: the two run on two cores at once. The other way
     round (the count in the caller) stalls: the worker would wait for the GIL through the
     whole count before it could start its scan.
+
+    With `read_ahead` (a regular file's reader), the thread then reads the next block, while
+    the caller handles the hits of this one; `next_block()` gives it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, read_ahead: Callable[[], bytes] | None = None) -> None:
         import threading
         from queue import SimpleQueue
 
+        self.read_ahead = read_ahead
+        self.reading = False  # a block is being read ahead: next_block() gives it
         self._blocks: SimpleQueue = SimpleQueue()
         self._counts: SimpleQueue = SimpleQueue()
+        self._read: SimpleQueue = SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="ddp-doctor-count", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while True:
-            block = self._blocks.get()
-            if block is None:
+            job = self._blocks.get()
+            if job is None:
                 return
+            block, read = job
             try:
                 self._counts.put(block.count(b"\n"))
             except BaseException as exc:  # MemoryError...: raised again in the caller
                 self._counts.put(exc)
+            if read is not None:
+                try:
+                    self._read.put(read())
+                except BaseException as exc:  # OSError...: raised again in the caller
+                    self._read.put(exc)
 
     def submit(self, block: bytes) -> None:
-        self._blocks.put(block)
+        self._blocks.put((block, self.read_ahead))
+        self.reading = self.read_ahead is not None
 
     def result(self) -> int:
-        count = self._counts.get()
-        if isinstance(count, BaseException):
-            raise count
-        return count
+        return _raised(self._counts.get())
+
+    def next_block(self) -> bytes:
+        self.reading = False
+        return _raised(self._read.get())
 
     def close(self) -> None:
         self._blocks.put(None)
         self._thread.join()
+
+
+def _raised(value):
+    if isinstance(value, BaseException):
+        raise value
+    return value
 
 
 def _several_cpus() -> bool:
@@ -463,16 +483,21 @@ def scan_stream(
     progress: Callable[[int], None] | None = None,
     size: int | None = None,
 ) -> Scanner:
-    """Scan a whole stream; `size`, when known (a regular file), lets a big input use the
-    compiled search from its first byte instead of from ACCELERATE_FROM on."""
+    """Scan a whole stream. `size` is given for a regular file only: a big one uses the
+    compiled search from its first byte instead of from ACCELERATE_FROM on, and its next
+    block is read (in the counter's thread) while this one is handled."""
     limit = size if max_bytes is None or size is None else min(size, max_bytes)
     scanner = Scanner(
         kb, source, max_bytes, accelerate=True if limit and limit > ACCELERATE_FROM else None
     )
     counter = None
+
+    def read() -> bytes:
+        return stream.read(BLOCK_SIZE)
+
     try:
         while True:
-            chunk = stream.read(BLOCK_SIZE)
+            chunk = counter.next_block() if counter is not None and counter.reading else read()
             if not chunk:
                 break
             if (
@@ -481,7 +506,9 @@ def scan_stream(
                 and _accelerated_finder(scanner.anchors) is not None
                 and _several_cpus()
             ):
-                counter = NewlineCounter()
+                # a regular file is read a block ahead: reading past a stop (byte limit,
+                # binary) costs nothing there, unlike a pipe that may never end
+                counter = NewlineCounter(read if size is not None else None)
             if not scanner.feed(chunk, counter):
                 break
             if progress is not None:
