@@ -48,12 +48,12 @@ def test_accelerated_finder_finds_what_the_pure_one_finds(pieces):
     assert sorted(accelerated()(data)) == sorted(pure(data))
 
 
-def _findings(data: bytes, sizes: list[int], accelerate: bool) -> list[tuple]:
+def _findings(data: bytes, sizes: list[int], accelerate: bool, counter=None) -> list[tuple]:
     scanner = Scanner(KB, "<test>", accelerate=accelerate)
     at, i = 0, 0
     while at < len(data):
         size = sizes[i % len(sizes)]
-        scanner.feed(data[at : at + size])
+        scanner.feed(data[at : at + size], counter)
         at, i = at + size, i + 1
     result = summarise(KB, [scanner])
     return [
@@ -71,6 +71,54 @@ def test_both_matchers_give_identical_findings_over_any_chunk_boundaries(pieces,
     accelerated()
     data = b"".join(pieces) + b"\n"
     assert _findings(data, sizes, True) == _findings(data, sizes, False)
+
+
+@SETTINGS
+@given(
+    st.lists(st.sampled_from(KEYS) | st.binary(max_size=30) | st.just(b"\n"), max_size=80),
+    st.lists(st.integers(1, 97), min_size=1, max_size=8),
+)
+def test_counting_newlines_in_a_second_thread_changes_no_finding(pieces, sizes):
+    accelerated()
+    data = b"".join(pieces) + b"\n"
+    counter = scanner_module.NewlineCounter()
+    try:
+        assert _findings(data, sizes, True, counter) == _findings(data, sizes, False)
+    finally:
+        counter.close()
+
+
+def test_scan_stream_counts_in_a_second_thread_for_a_big_file(tmp_path, monkeypatch):
+    accelerated()
+    fixture = os.path.join(os.path.dirname(__file__), "fixtures", "real")
+    name = sorted(n for n in os.listdir(fixture) if n.endswith(".txt"))[0]
+    with open(os.path.join(fixture, name), "rb") as handle:
+        error = handle.read()
+    noise = b"[rank3]: NCCL INFO Channel 07/0 : 3[3] -> 4[4] via P2P/IPC\n" * 40_000
+    data = noise * 4 + error + noise  # 12 MB: past ACCELERATE_FROM, the error at 9.6 MB
+    path = tmp_path / "big.log"
+    path.write_bytes(data)
+    counters = []
+
+    class Counter(scanner_module.NewlineCounter):
+        def __init__(self, read_ahead=None):
+            counters.append(self)
+            super().__init__(read_ahead)
+
+    monkeypatch.setattr(scanner_module, "NewlineCounter", Counter)
+    monkeypatch.setattr(scanner_module, "_several_cpus", lambda: True)
+    with open(path, "rb") as stream:
+        threaded = scan_stream(KB, stream, "big.log", size=len(data))
+    assert len(counters) == 1 and not counters[0]._thread.is_alive()
+    assert counters[0].read_ahead is not None  # a regular file: read a block ahead
+    block = scanner_module.BLOCK_SIZE
+    pieces = [data[at : at + block] for at in range(0, len(data), block)]
+    plain = Scanner(KB, "big.log", accelerate=False)
+    for piece in pieces:
+        plain.feed(piece)
+    assert threaded.newlines == plain.newlines == data.count(b"\n")
+    assert threaded.finish() == plain.finish()
+    assert threaded.finish()
 
 
 def test_both_matchers_agree_on_the_real_fixtures():

@@ -130,7 +130,9 @@ def _scan_one(kb, path: str, lang: str, max_bytes: int | None):
             total = None
     progress = Progress(total, tr(kb, "progress_scanning", lang))
     try:
-        scanner = scan_stream(kb, Utf8Reader(stream), source, max_bytes, progress)
+        reader = Utf8Reader(stream)
+        size = total if reader.decoder is None and _is_regular(stream) else None
+        scanner = scan_stream(kb, reader, source, max_bytes, progress, size)
     except OSError as exc:
         raise UserError(ExitCode.INPUT, "err_unreadable", path=path, reason=exc.strerror) from None
     finally:
@@ -144,6 +146,13 @@ def _scan_one(kb, path: str, lang: str, max_bytes: int | None):
     if scanner.looks_binary and not scanner.finish():
         raise UserError(ExitCode.INPUT, "err_binary", path=source)
     return scanner
+
+
+def _is_regular(stream) -> bool:
+    try:
+        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 # UTF-32 first: its little-endian mark starts with UTF-16's

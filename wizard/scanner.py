@@ -189,8 +189,9 @@ class Scanner:
 
     Each chunk is searched where it lies (no copy of it is made): one `bytes.find` pass per
     anchor (or one pass of a compiled matcher for big inputs), one newline count for line
-    numbers, and a small search over the seam with the previous chunk for an anchor cut in
-    two. The bytes before the chunk that a window may need are kept in `tail`.
+    numbers (for big inputs in a second thread, at the same time as the compiled matcher:
+    see `NewlineCounter`), and a small search over the seam with the previous chunk for an
+    anchor cut in two. The bytes before the chunk that a window may need are kept in `tail`.
     """
 
     def __init__(
@@ -206,7 +207,7 @@ class Scanner:
         self.source = source
         self.max_bytes = max_bytes
         self.anchors = _search_keys(kb)
-        self.find_anchors = _pure_finder(self.anchors)
+        self.find_anchors = self._pure = _pure_finder(self.anchors)
         self.accelerate = accelerate
         if accelerate:
             self.find_anchors = _accelerated_finder(self.anchors) or self.find_anchors
@@ -233,8 +234,11 @@ class Scanner:
 
     # -- feeding ---------------------------------------------------------------
 
-    def feed(self, chunk: bytes) -> bool:
-        """Consume a chunk; False once reading should stop (byte limit, binary input)."""
+    def feed(self, chunk: bytes, counter: NewlineCounter | None = None) -> bool:
+        """Consume a chunk; False once reading should stop (byte limit, binary input).
+
+        `counter` (see `scan_stream`) counts the chunk's newlines in a second thread while
+        the compiled search runs; the result is the same as without it."""
         if self.max_bytes is not None and self.position + len(chunk) > self.max_bytes:
             chunk = chunk[: max(0, self.max_bytes - self.position)]
             self.hit_byte_limit = True
@@ -248,21 +252,31 @@ class Scanner:
         if self.accelerate is None and start + len(chunk) > ACCELERATE_FROM:
             self.accelerate = True  # decided once
             self.find_anchors = _accelerated_finder(self.anchors) or self.find_anchors
-        for hit in self._hits(chunk):
+        if counter is not None and self.find_anchors is not self._pure:
+            # the compiled search releases the GIL, bytes.count does not: the newline
+            # count runs in the counter's thread while this one searches, on two cores
+            counter.submit(chunk)
+            found = self.find_anchors(chunk)
+            newlines = counter.result()
+        else:
+            found = self.find_anchors(chunk)
+            newlines = None
+        for hit in self._hits(chunk, found):
             self._on_anchor(chunk, start, start + hit)
         for window in self.windows:
             self._fill(window, chunk, start)
         self._close_finished()
         self.position += len(chunk)
-        self.newlines += chunk.count(b"\n")
+        self.newlines += chunk.count(b"\n") if newlines is None else newlines
         self._advance_tail(chunk)
         if start == 0 and self.looks_binary and not self.windows and not self.found:
             self.stopped_binary = True  # decided from the first block, like `file` does
         return not (self.hit_byte_limit or self.stopped_binary)
 
-    def _hits(self, chunk: bytes) -> list[int]:
-        """Offsets (relative to the chunk, negative across the seam) where anchors start."""
-        hits = set(self.find_anchors(chunk))
+    def _hits(self, chunk: bytes, found: list[int]) -> list[int]:
+        """Offsets (relative to the chunk, negative across the seam) where anchors start,
+        given those `found` inside the chunk."""
+        hits = set(found)
         if self.tail and self.overlap:
             seam_before = self.tail[-self.overlap :]
             seam = bytes(seam_before) + chunk[: self.overlap]
@@ -392,20 +406,114 @@ def _with_version(finding: Finding, version: str) -> Finding:
     return finding if finding.torch_version else replace(finding, torch_version=version)
 
 
+class NewlineCounter:
+    """A thread that counts the newlines of one block while the caller searches it.
+
+    Hyperscan's scan releases the GIL and `bytes.count` holds it, so the caller searches
+    in its own thread and this one counts: the two run on two cores at once. The other way
+    round (the count in the caller) stalls: the worker would wait for the GIL through the
+    whole count before it could start its scan.
+
+    With `read_ahead` (a regular file's reader), the thread then reads the next block, while
+    the caller handles the hits of this one; `next_block()` gives it.
+    """
+
+    def __init__(self, read_ahead: Callable[[], bytes] | None = None) -> None:
+        import threading
+        from queue import SimpleQueue
+
+        self.read_ahead = read_ahead
+        self.reading = False  # a block is being read ahead: next_block() gives it
+        self._blocks: SimpleQueue = SimpleQueue()
+        self._counts: SimpleQueue = SimpleQueue()
+        self._read: SimpleQueue = SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="ddp-doctor-count", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            job = self._blocks.get()
+            if job is None:
+                return
+            block, read = job
+            try:
+                self._counts.put(block.count(b"\n"))
+            except BaseException as exc:  # MemoryError...: raised again in the caller
+                self._counts.put(exc)
+            if read is not None:
+                try:
+                    self._read.put(read())
+                except BaseException as exc:  # OSError...: raised again in the caller
+                    self._read.put(exc)
+
+    def submit(self, block: bytes) -> None:
+        self._blocks.put((block, self.read_ahead))
+        self.reading = self.read_ahead is not None
+
+    def result(self) -> int:
+        return _raised(self._counts.get())
+
+    def next_block(self) -> bytes:
+        self.reading = False
+        return _raised(self._read.get())
+
+    def close(self) -> None:
+        self._blocks.put(None)
+        self._thread.join()
+
+
+def _raised(value):
+    if isinstance(value, BaseException):
+        raise value
+    return value
+
+
+def _several_cpus() -> bool:
+    try:
+        return len(os.sched_getaffinity(0)) > 1
+    except (AttributeError, OSError):
+        return (os.cpu_count() or 1) > 1
+
+
 def scan_stream(
     kb: KnowledgeBase,
     stream: IO[bytes],
     source: str,
     max_bytes: int | None = None,
     progress: Callable[[int], None] | None = None,
+    size: int | None = None,
 ) -> Scanner:
-    scanner = Scanner(kb, source, max_bytes)
-    while True:
-        chunk = stream.read(BLOCK_SIZE)
-        if not chunk:
-            break
-        if not scanner.feed(chunk):
-            break
-        if progress is not None:
-            progress(scanner.position)
+    """Scan a whole stream. `size` is given for a regular file only: a big one uses the
+    compiled search from its first byte instead of from ACCELERATE_FROM on, and its next
+    block is read (in the counter's thread) while this one is handled."""
+    limit = size if max_bytes is None or size is None else min(size, max_bytes)
+    scanner = Scanner(
+        kb, source, max_bytes, accelerate=True if limit and limit > ACCELERATE_FROM else None
+    )
+    counter = None
+
+    def read() -> bytes:
+        return stream.read(BLOCK_SIZE)
+
+    try:
+        while True:
+            chunk = counter.next_block() if counter is not None and counter.reading else read()
+            if not chunk:
+                break
+            if (
+                counter is None
+                and (scanner.accelerate or scanner.position + len(chunk) > ACCELERATE_FROM)
+                and _accelerated_finder(scanner.anchors) is not None
+                and _several_cpus()
+            ):
+                # a regular file is read a block ahead: reading past a stop (byte limit,
+                # binary) costs nothing there, unlike a pipe that may never end
+                counter = NewlineCounter(read if size is not None else None)
+            if not scanner.feed(chunk, counter):
+                break
+            if progress is not None:
+                progress(scanner.position)
+    finally:
+        if counter is not None:
+            counter.close()
     return scanner
