@@ -308,6 +308,7 @@ class Analyser:
         anchored = {i: fams for i, fams in anchored.items() if fams}
         consumed: set[int] = set()
         window_facts: dict[str, Any] | None = None
+        rank_errors: list[RankError] | None = None  # read once per window, when needed
         for index, families in anchored.items():
             if index in consumed or _inside_a_list(lines, index):
                 continue
@@ -318,13 +319,15 @@ class Analyser:
                 consumed.update(block)
                 if window_facts is None:
                     window_facts = self._window_facts(lines)
+                if rank_errors is None:
+                    rank_errors = self._rank_errors(lines, anchored)
                 texts = _BlockTexts(lines, block)
                 finding = self._finding(family, lines, index, rank, texts, consumed)
                 findings.append(
                     replace(
                         finding,
                         facts={**window_facts, **finding.facts},
-                        other_rank_error=self._other_rank_error(lines, rank, anchored),
+                        other_rank_error=_first_of_another_rank(rank_errors, rank),
                     )
                 )
                 break
@@ -343,19 +346,14 @@ class Analyser:
         texts = _BlockTexts(lines, head)
         return any(texts.search(pattern) for pattern in family.patterns)
 
-    def _other_rank_error(
-        self, lines: list[Line], rank: int | None, anchored: dict[int, list[Family]]
-    ) -> RankError | None:
-        """The first traceback line of a rank other than the one that printed the error (an
-        error of its own, not one of the DDP errors the rules know, which are findings)."""
-        if rank is None:  # no rank prefixes: the ranks cannot be told apart
-            return None
-        for j, line in enumerate(lines):
-            if line.rank is None or line.rank == rank or j in anchored:
-                continue
-            if self.kb.error_line.search(line.text):
-                return RankError(line.rank, line.number, line.text.strip()[:300])
-        return None
+    def _rank_errors(self, lines: list[Line], anchored: dict[int, list[Family]]) -> list[RankError]:
+        """The traceback lines of the window that a rank prefix names, in order: errors of
+        their own, not the DDP errors the rules know (those are findings)."""
+        return [
+            RankError(line.rank, line.number, line.text.strip()[:300])
+            for j, line in enumerate(lines)
+            if line.rank is not None and j not in anchored and self.kb.error_line.search(line.text)
+        ]
 
     def _window_facts(self, lines: list[Line]) -> dict[str, Any]:
         """Facts the text around an error reveals (`hints`): a framework's frames, a
@@ -510,6 +508,14 @@ class _BlockTexts:
 
     def search(self, pattern: re.Pattern) -> bool:
         return pattern.search(self.flat) is not None or pattern.search(self.glued) is not None
+
+
+def _first_of_another_rank(errors: list[RankError], rank: int | None) -> RankError | None:
+    """The first error a rank other than `rank` printed; none when the ranks cannot be told
+    apart (no rank prefix on the error's line)."""
+    if rank is None:
+        return None
+    return next((e for e in errors if e.rank != rank), None)
 
 
 def _is_name_list(extractor: Extractor) -> bool:
