@@ -160,7 +160,7 @@ def _outcomes(kb, fix, lang: str, failures_only: bool = False) -> list[Part]:
 
 def _snippet(kb, fix, lang: str, framework: str | None, facts: Mapping[str, Any]) -> list[Part]:
     from .i18n import tr
-    from .render import fields_for
+    from .render import fields_for, fill_quietly
 
     chosen = framework if framework in fix.snippets else "pytorch"
     snippet = fix.snippets.get(chosen)
@@ -177,18 +177,11 @@ def _snippet(kb, fix, lang: str, framework: str | None, facts: Mapping[str, Any]
             text,
             f"fixes.yaml › {fix.id} › snippets › {chosen}",
             # {device_ids}, {wrap}, {module}...: filled from what the question told
-            code=_filled(snippet.code.get(lang), fields_for(kb, lang, facts)).rstrip("\n"),
+            code=fill_quietly(snippet.code.get(lang), fields_for(kb, lang, facts)).rstrip("\n"),
             language=snippet.language,
             fix_id=fix.id,
         )
     ]
-
-
-def _filled(code: str, fields: Mapping[str, str]) -> str:
-    try:
-        return code.format(**fields)
-    except (KeyError, IndexError, ValueError):  # the rules tests keep placeholders valid
-        return code
 
 
 def _framework_label(kb, framework: str, lang: str) -> str:

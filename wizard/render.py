@@ -122,11 +122,12 @@ def fields_for(
         value = next((v for when, v in entries if condition_holds(when, facts)), "")
         fields[name] = value.get(lang) if isinstance(value, Text) else value
     for _ in range(3):
-        fields = {k: _format_quietly(v, fields) for k, v in fields.items()}
+        fields = {k: fill_quietly(v, fields) for k, v in fields.items()}
     return fields
 
 
-def _format_quietly(template: str, fields: dict[str, str]) -> str:
+def fill_quietly(template: str, fields: Mapping[str, str]) -> str:
+    """`template` with its {placeholders} filled; as it is when they do not fit."""
     try:
         return template.format(**fields) if "{" in template else template
     except (KeyError, IndexError, ValueError):
@@ -562,15 +563,20 @@ def _findings_markdown(kb: KnowledgeBase, report: Report) -> list[str]:
     return out + [""] if out else out
 
 
+def other_rank_error_row(kb: KnowledgeBase, f, lang: str) -> tuple[str, str]:
+    """(label, value) of the error another rank printed first (the finding has one)."""
+    first = f.other_rank_error
+    value = tr(kb, "value_rank_error", lang, rank=first.rank, line=first.line, text=first.text)
+    return tr(kb, "label_other_rank_error", lang), value
+
+
 def _finding_facts(kb: KnowledgeBase, f, lang: str, full: bool = True) -> list[tuple[str, str]]:
     """Label/value rows of one finding; the short report keeps what locates the problem."""
     rows = []
     if f.ranks:
         rows.append((tr(kb, "label_ranks", lang), ", ".join(map(str, f.ranks))))
     if f.other_rank_error:
-        first = f.other_rank_error
-        value = tr(kb, "value_rank_error", lang, rank=first.rank, line=first.line, text=first.text)
-        rows.append((tr(kb, "label_other_rank_error", lang), value))
+        rows.append(other_rank_error_row(kb, f, lang))
     if f.unused_modules:
         rows.append((tr(kb, "label_modules", lang), ", ".join(f"`{m}`" for m in f.unused_modules)))
     limit = 12 if full else 6
@@ -656,9 +662,10 @@ class _Out:
         self.console.print()
 
 
-# the inline marks of the markdown ddp-doctor writes: `code`, **bold**, *italic*
-_MARKS = re.compile(r"`[^`]+`|\*\*[^*]+\*\*|\*[^*\s][^*]*\*")
-_LIST_ITEM = re.compile(r"^(?:[-*]|\d{1,3}\.)\s+")
+# the inline marks of the markdown ddp-doctor writes: `code`, **bold**, *italic*; compiled
+# by `re`'s own cache when `ask` first prints in a terminal, not when a report is imported
+_MARKS = r"`[^`]+`|\*\*[^*]+\*\*|\*[^*\s][^*]*\*"
+_LIST_ITEM = r"^(?:[-*]|\d{1,3}\.)\s+"
 
 
 def print_markdown(kb: KnowledgeBase, text: str, lang: str, console) -> None:
@@ -682,8 +689,7 @@ def print_markdown(kb: KnowledgeBase, text: str, lang: str, console) -> None:
         elif line.startswith("#"):
             level = len(line) - len(line.lstrip("#"))
             out.heading(line[level:].strip(), "red" if level == 1 else "cyan")
-        elif _LIST_ITEM.match(line):
-            item = _LIST_ITEM.match(line)
+        elif item := re.match(_LIST_ITEM, line):
             out.para(out.inline(item.group().strip() + " ") + _marked(out, line[item.end() :]), 2)
         elif line.strip():
             out.para(_marked(out, line))
@@ -697,7 +703,7 @@ def _marked(out: _Out, text: str, base: str = ""):
 
     styled = RichText()
     done = 0
-    for mark in _MARKS.finditer(text):
+    for mark in re.finditer(_MARKS, text):
         styled.append(text[done : mark.start()], style=base)
         body = mark.group()
         if body.startswith("`"):

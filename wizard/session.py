@@ -257,7 +257,7 @@ class _Session:
         from rich.text import Text
 
         from .engine import settings
-        from .render import grouped_findings
+        from .render import grouped_findings, other_rank_error_row
 
         shown = settings(self.kb)["shown_findings"]
         for finding in grouped_findings(result.findings)[:shown]:
@@ -288,12 +288,8 @@ class _Session:
                     style="cyan",
                     markup=False,
                 )
-            first = finding.other_rank_error
-            if first is not None:  # the error of a rank that exited first may be the cause
-                value = self.t(
-                    "value_rank_error", rank=first.rank, line=first.line, text=first.text
-                )
-                label = self.t("label_other_rank_error")
+            if finding.other_rank_error:  # a rank that exited first may be the cause
+                label, value = other_rank_error_row(self.kb, finding, self.lang)
                 self.console.print(
                     "  " + self.t("label_value", label=label, value=value),
                     style="yellow",
