@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
+from .memo import per_object
+
 # typing is only read by type checkers: importing it costs start-up time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,9 +29,8 @@ UNKNOWN = object()  # a fact's value when it is not known: equal to no expected 
 # decision table ranks every cause for every hypothetical answer). Most are plain tests
 # ("family: X", "multitask: true", "framework: [a, b]"): each is read once into (fact, allowed
 # values) pairs and tested without walking the general reader below. Only the loader's
-# frozen mappings are remembered, never a caller's dict that could change afterwards; an
-# entry keeps its condition alive, so its id cannot be reused by another object.
-_PLAIN: dict[int, tuple[Mapping[str, Any], tuple[tuple[str, tuple], ...] | None]] = {}
+# frozen mappings are remembered, never a caller's dict that could change afterwards.
+_PLAIN: dict = {}
 _PLAIN_KEPT = 8192
 
 
@@ -48,12 +49,7 @@ def condition_holds(condition: Mapping[str, Any] | None, facts: Mapping[str, Any
     if not condition:
         return True
     if type(condition) is MappingProxyType:
-        kept = _PLAIN.get(id(condition))
-        if kept is None or kept[0] is not condition:
-            if len(_PLAIN) >= _PLAIN_KEPT:
-                _PLAIN.clear()
-            kept = _PLAIN[id(condition)] = (condition, plain_tests(condition))
-        tests = kept[1]
+        tests = per_object(_PLAIN, condition, plain_tests, _PLAIN_KEPT, condition)
         if tests is not None:
             # `x in (v,)` is `x is v or x == v`: the same test as value_holds' `==` / `in`;
             # a loop, not all(...): no generator to set up on the hot path
@@ -68,6 +64,11 @@ def condition_holds(condition: Mapping[str, Any] | None, facts: Mapping[str, Any
         elif not value_holds(key in facts, facts.get(key), expected):
             return False
     return True
+
+
+def about_more_than_the_family(condition: Mapping[str, Any]) -> bool:
+    """Does the condition look at more than the error family?"""
+    return len(condition) > 1 or (len(condition) == 1 and "family" not in condition)
 
 
 def value_holds(known: bool, value: Any, expected: Any) -> bool:

@@ -16,11 +16,13 @@ from types import MappingProxyType
 from . import safety
 from .conditions import (  # condition_state is re-exported
     UNKNOWN,
+    about_more_than_the_family,
     condition_holds,
     condition_state,  # noqa: F401
     plain_tests,
 )
 from .kb import Cause, Evidence, Fix, KnowledgeBase, Option, Outcome, Question, Text
+from .memo import per_object
 from .record import field, record, replace
 from .triage import Finding, TriageResult
 
@@ -141,22 +143,20 @@ class Diagnosis:
 
 def settings(kb: KnowledgeBase) -> Mapping[str, Any]:
     """The engine settings of these rules over the defaults (read-only, made once per rules)."""
-    kept = _SETTINGS.get(id(kb.engine))
-    if kept is None or kept[0] is not kb.engine:
-        kept = _SETTINGS[id(kb.engine)] = (
-            kb.engine,
-            MappingProxyType({**DEFAULT_SETTINGS, **dict(kb.engine)}),
-        )
-    return kept[1]
+    return per_object(_SETTINGS, kb.engine, _merged_settings, 64, kb.engine)
 
 
-_SETTINGS: dict[int, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
+def _merged_settings(engine: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType({**DEFAULT_SETTINGS, **engine})
+
+
+_SETTINGS: dict = {}
 
 
 # The decision table and the question planner rank the same few fact sets again and again
-# (158 rankings for one paste, a third of `triage --json`'s run time): remember them. Keyed on
-# the causes tuple itself (kept alive in the entry, so its id is never reused) and the facts.
-_RANKINGS: dict[tuple, tuple[tuple, tuple[RankedCause, ...]]] = {}
+# (158 rankings for one paste, a third of `triage --json`'s run time): remember them, per
+# causes tuple and fact set.
+_RANKINGS: dict = {}
 _RANKINGS_KEPT = 4096
 
 
@@ -173,15 +173,7 @@ def rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCaus
     key = _facts_key(facts)
     if key is None:
         return _rank_causes(kb, facts)
-    memo_key = (id(kb.causes), key)
-    kept = _RANKINGS.get(memo_key)
-    if kept is not None and kept[0] is kb.causes:
-        return kept[1]
-    ranked = _rank_causes(kb, facts)
-    if len(_RANKINGS) >= _RANKINGS_KEPT:
-        _RANKINGS.clear()
-    _RANKINGS[memo_key] = (kb.causes, ranked)
-    return ranked
+    return per_object(_RANKINGS, kb.causes, _rank_causes, _RANKINGS_KEPT, kb, facts, key=key)
 
 
 def _rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCause, ...]:
@@ -233,35 +225,23 @@ def _most_likely_first(ranked: RankedCause) -> float:
 # place among the reasons shown or None). Only evidence with a reason and a positive weight
 # is shown as a reason: a strong reason tied to what this user said or pasted comes before
 # the generic one for the family; a weak hint (a nudge under 1 in log-odds) does not.
-_TABLES: dict[int, tuple[tuple[Cause, ...], tuple]] = {}
+_TABLES: dict = {}
 
 
 def _evidence_table(causes: tuple[Cause, ...]) -> tuple:
-    kept = _TABLES.get(id(causes))
-    if kept is not None and kept[0] is causes:
-        return kept[1]
-    table = tuple(
-        (
-            cause,
-            tuple((e, plain_tests(e.when), _reason_order(e)) for e in cause.evidence),
+    def make() -> tuple:
+        return tuple(
+            (cause, tuple((e, plain_tests(e.when), _reason_order(e)) for e in cause.evidence))
+            for cause in causes
         )
-        for cause in causes
-    )
-    if len(_TABLES) >= 64:
-        _TABLES.clear()
-    _TABLES[id(causes)] = (causes, table)
-    return table
+
+    return per_object(_TABLES, causes, make, 64)
 
 
 def _reason_order(e: Evidence) -> tuple[bool, float] | None:
     if e.reason is None or e.weight <= 0:
         return None
-    return (not (_is_specific(e.when) and e.weight >= 1.0), -e.weight)
-
-
-def _is_specific(condition: Mapping[str, Any]) -> bool:
-    """Does the condition look at more than the error family?"""
-    return any(key != "family" for key in condition)
+    return (not (about_more_than_the_family(e.when) and e.weight >= 1.0), -e.weight)
 
 
 def leads_clearly(kb: KnowledgeBase, ranked: tuple[RankedCause, ...]) -> bool:

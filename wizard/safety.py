@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .conditions import condition_holds, condition_state
+from .conditions import about_more_than_the_family, condition_holds, condition_state
 from .record import record
 
 # typing is only read by type checkers: importing it costs start-up time
@@ -76,10 +76,6 @@ def verdict(fix: Fix, cause_id: str, facts: Mapping[str, Any]) -> Verdict:
     return Verdict(WORKS, worst, pending=False) if worst else Verdict(None, None, pending=False)
 
 
-def _about_more_than_the_family(condition: Mapping[str, Any]) -> bool:
-    return len(condition) > 1 or (len(condition) == 1 and "family" not in condition)
-
-
 def plausible_causes(ranked: tuple, facts: Mapping[str, Any], settings: Mapping[str, Any]) -> tuple:
     """The causes the engine cannot rule out, most likely first.
 
@@ -99,7 +95,7 @@ def plausible_causes(ranked: tuple, facts: Mapping[str, Any], settings: Mapping[
             weight = e.weight
             supported = supported or weight > 0
             ruled_out = ruled_out or weight <= -rule_out
-            specific = specific or (weight >= strong and _about_more_than_the_family(e.when))
+            specific = specific or (weight >= strong and about_more_than_the_family(e.when))
         anything_specific = anything_specific or specific
         if not supported or ruled_out:
             continue
