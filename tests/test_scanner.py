@@ -62,11 +62,13 @@ def _findings(data: bytes, sizes: list[int], accelerate: bool, counter=None) -> 
     ]
 
 
+# a log made of anchors, random bytes and line breaks, fed in chunks of these sizes
+LOG_PIECES = st.lists(st.sampled_from(KEYS) | st.binary(max_size=30) | st.just(b"\n"), max_size=80)
+CHUNK_SIZES = st.lists(st.integers(1, 97), min_size=1, max_size=8)
+
+
 @SETTINGS
-@given(
-    st.lists(st.sampled_from(KEYS) | st.binary(max_size=30) | st.just(b"\n"), max_size=80),
-    st.lists(st.integers(1, 97), min_size=1, max_size=8),
-)
+@given(LOG_PIECES, CHUNK_SIZES)
 def test_both_matchers_give_identical_findings_over_any_chunk_boundaries(pieces, sizes):
     accelerated()
     data = b"".join(pieces) + b"\n"
@@ -74,10 +76,7 @@ def test_both_matchers_give_identical_findings_over_any_chunk_boundaries(pieces,
 
 
 @SETTINGS
-@given(
-    st.lists(st.sampled_from(KEYS) | st.binary(max_size=30) | st.just(b"\n"), max_size=80),
-    st.lists(st.integers(1, 97), min_size=1, max_size=8),
-)
+@given(LOG_PIECES, CHUNK_SIZES)
 def test_counting_newlines_in_a_second_thread_changes_no_finding(pieces, sizes):
     accelerated()
     data = b"".join(pieces) + b"\n"

@@ -86,6 +86,20 @@ def classify(output: str, returncode: int | None, timed_out: bool) -> str:
     return "other"
 
 
+def need_torch():
+    """torch for a test module that runs real DDP; without it the module is skipped, and in
+    CI it fails instead (a missing torch there is a failure, never a skip)."""
+    try:
+        import torch
+    except ImportError:
+        if os.environ.get("CI"):
+            raise
+        import pytest
+
+        pytest.skip("torch is not installed", allow_module_level=True)
+    return torch
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

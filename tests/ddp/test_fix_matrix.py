@@ -21,23 +21,18 @@ The jobs run on the shared two-worker pool (harness.submit), each once per sessi
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
-try:
-    import torch  # noqa: F401
-except ImportError:
-    if os.environ.get("CI"):
-        raise  # in CI a missing torch is a failure, never a skip
-    pytest.skip("torch is not installed", allow_module_level=True)
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import harness  # noqa: E402
+
+harness.need_torch()
+
 import matrix  # noqa: E402
 import scenarios  # noqa: E402
 

@@ -16,19 +16,14 @@ from pathlib import Path
 
 import pytest
 
-try:
-    import torch
-except ImportError:
-    if os.environ.get("CI"):
-        raise
-    pytest.skip("torch is not installed", allow_module_level=True)
-
 HERE = Path(__file__).resolve().parent
 JOBS = HERE / "frameworks"
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(JOBS))
 
 import harness  # noqa: E402
+
+torch = harness.need_torch()
 
 pytestmark = pytest.mark.ddp
 TIMEOUT = 300

@@ -18,17 +18,13 @@ from pathlib import Path
 
 import pytest
 
-try:
-    import torch  # noqa: F401
-except ImportError:
-    if os.environ.get("CI"):
-        raise
-    pytest.skip("torch is not installed", allow_module_level=True)
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import harness  # noqa: E402
+
+harness.need_torch()
+
 from matrix import ddp_doctor_json  # noqa: E402
 
 pytestmark = pytest.mark.ddp

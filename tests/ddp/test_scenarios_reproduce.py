@@ -7,22 +7,16 @@ so the file costs about (jobs x ~5 s) / 2 instead of running them one by one.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
-try:
-    import torch  # noqa: F401
-except ImportError:
-    if os.environ.get("CI"):
-        raise  # in CI a missing torch is a failure, never a skip
-    pytest.skip("torch is not installed", allow_module_level=True)
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
+
+harness.need_torch()
 
 pytestmark = pytest.mark.ddp
 
