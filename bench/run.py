@@ -212,6 +212,17 @@ def startup(env: Env, runs: int) -> list[tuple[str, float, str]]:
             "rich",
             paste,
         ],
+        # floors: what the run cannot go below while it imports these (issue 14's goals)
+        "floor: the standard library a report imports (`re`, `json`, `argparse`)": [
+            env.python,
+            "-c",
+            "import re, json, argparse",
+        ],
+        "floor: `import rich.console` (the terminal report)": [
+            env.python,
+            "-c",
+            "import rich.console",
+        ],
         "imports for the session (questionary + ours, rules loaded)": [
             env.python,
             "-c",
@@ -251,6 +262,29 @@ def startup(env: Env, runs: int) -> list[tuple[str, float, str]]:
     return rows
 
 
+# The search alone, in-process (no start-up, no analysis, no newline count): the floor of a
+# big log's run with the rules' search keys. Blocks of 4 MiB, as the scanner reads them.
+_SEARCH_ALONE = """
+import sys, time
+from ddp_doctor import kb, scanner
+keys = scanner._search_keys(kb.load())
+find = scanner._accelerated_finder(keys) or scanner._pure_finder(keys)
+started = time.perf_counter()
+with open(sys.argv[1], "rb") as handle:
+    while block := handle.read(4 << 20):
+        find(block)
+print(time.perf_counter() - started, len(keys))
+"""
+
+
+def search_alone(env: Env, path: Path) -> tuple[float, int]:
+    """Seconds the search over the rules' keys takes on `path`, and how many keys."""
+    argv = [env.python, "-c", _SEARCH_ALONE, str(path)]
+    out = subprocess.run(argv, env=env.environ, capture_output=True, text=True, check=True)
+    seconds, keys = out.stdout.split()
+    return float(seconds), int(keys)
+
+
 def biglog(env: Env, sizes: list[str], log_dir: Path, runs: int) -> list[tuple]:
     grep = shutil.which("grep")
     rows = []
@@ -262,7 +296,7 @@ def biglog(env: Env, sizes: list[str], log_dir: Path, runs: int) -> list[tuple]:
             with open(path, "rb") as handle:  # into the page cache, for both tools alike
                 while handle.read(16 << 20):
                     pass
-            ours, theirs, pure = [], [], []
+            ours, theirs, pure, alone = [], [], [], []
             # the pure-Python search too (DDP_DOCTOR_NO_ACCEL), where Hyperscan is installed
             no_accel = Env(env.python, env.script, dict(env.environ, DDP_DOCTOR_NO_ACCEL="1"))
             for _ in range(runs):
@@ -270,12 +304,15 @@ def biglog(env: Env, sizes: list[str], log_dir: Path, runs: int) -> list[tuple]:
                     theirs.append(time_run([grep, "-c", ANCHOR, str(path)], env))
                 ours.append(time_run([env.script, "triage", "--json", str(path)], env))
                 pure.append(time_run([env.script, "triage", "--json", str(path)], no_accel))
+                alone.append(search_alone(env, path))
             ours_s = statistics.median(t for t, _ in ours)
             pure_s = statistics.median(t for t, _ in pure)
             grep_s = statistics.median(t for t, _ in theirs) if theirs else float("nan")
             rss = peak_rss([env.script, "triage", "--json", str(path)], env) / 1024
+            alone_s = statistics.median(t for t, _ in alone)
             rows.append(
                 (size, where, grep_s, ours_s, ours_s / grep_s, pure_s, rss, path.stat().st_size)
+                + (alone_s, alone[0][1])
             )
     return rows
 
@@ -358,15 +395,16 @@ def main() -> None:
             print("compiled matcher (hyperscan):", "installed" if found else "NOT installed")
             print(
                 f"| log (median of {args.log_runs}) | error | grep -c s | ddp-doctor s "
-                "| × grep | pure search s | × grep | peak RSS MB |\n"
-                "|---|---|---:|---:|---:|---:|---:|---:|"
+                "| × grep | pure search s | × grep | peak RSS MB | search alone s (keys) "
+                "| × grep |\n"
+                "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
             )
-            for size, where, grep_s, ours_s, ratio, pure_s, rss, nbytes in biglog(
-                env, args.sizes.split(","), log_dir, args.log_runs
-            ):
+            for row in biglog(env, args.sizes.split(","), log_dir, args.log_runs):
+                size, where, grep_s, ours_s, ratio, pure_s, rss, nbytes, alone_s, keys = row
                 print(
                     f"| {size} ({nbytes / 1e6:,.0f} MB) | {where} | {grep_s:.2f} | {ours_s:.2f} "
-                    f"| {ratio:.1f}× | {pure_s:.2f} | {pure_s / grep_s:.1f}× | {rss:.0f} |"
+                    f"| {ratio:.1f}× | {pure_s:.2f} | {pure_s / grep_s:.1f}× | {rss:.0f} "
+                    f"| {alone_s:.2f} ({keys}) | {alone_s / grep_s:.1f}× |"
                 )
 
 
