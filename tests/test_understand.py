@@ -195,3 +195,47 @@ def test_a_lexicon_regex_passes_the_backtracking_check():
     data["terms"][0]["match"].append("re:(a+)+b")
     problem = check_rules("lexicon", data)
     assert problem is not None and "catastrophic backtracking" in problem[1]
+
+
+@pytest.mark.parametrize(
+    ("text", "fact", "value"),
+    [
+        # a character that negates alone, inside a word that negates nothing
+        ("我非常确定调用了两次 backward", "backward_calls", "many"),  # 非常: very
+        ("别的模块都冻结了", "requires_grad_changed", True),  # 别的: other
+        ("特别是冻结了 backbone", "requires_grad_changed", True),  # 特别: especially
+        ("无论如何都冻结了 backbone", "requires_grad_changed", True),  # 无论: no matter
+        ("无奈只能用多个 loss，每个任务一个", "multitask", True),  # 无奈: reluctantly
+        ("不仅冻结了 backbone，还冻结了 head", "requires_grad_changed", True),  # not only
+        ("I not only freeze the backbone but also the head", "requires_grad_changed", True),
+        # ... and the same characters where they do negate
+        ("别冻结 backbone", "requires_grad_changed", False),
+        ("并非冻结了 backbone", "requires_grad_changed", False),
+        ("未冻结 backbone", "requires_grad_changed", False),
+        ("无需调用两次 backward", "backward_calls", "one"),
+        # one affirmative wording is enough, whatever a negated mention beside it says
+        ("I call backward twice without retain_graph", "backward_calls", "many"),
+        ("I don't call backward twice", "backward_calls", "one"),
+    ],
+)
+def test_negation_words_inside_other_words_negate_nothing(text, fact, value):
+    assert understand(KB, text).facts.get(fact) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "aspect"),
+    [
+        # "still" alone is a weak cue: a strong cue of another aspect says what is asked
+        ("Does find_unused_parameters=True still slow down training?", "cost"),
+        ("Is static_graph=True still safe with gradient checkpointing?", "safe"),
+        ("Why do I still get the error with find_unused_parameters=True?", "still_fails"),
+        ("设置了 find_unused_parameters=True 为什么还是报错？", "still_fails"),
+        # "affect training" names no aspect when "speed" does
+        ("How will find_unused_parameters affect the training speed?", "cost"),
+        ("Will find_unused_parameters=True affect training?", "safe"),
+    ],
+)
+def test_a_strong_aspect_cue_outweighs_a_weak_one(text, aspect):
+    found = understand(KB, text)
+    assert found.intent is not None
+    assert found.intent.aspect == aspect

@@ -204,7 +204,7 @@ class _Lexicon:
     question: _Words
     question_start: _Words
     topics: tuple[tuple[str, str, Mapping[str, Any], _Words], ...]
-    aspects: tuple[tuple[str, _Words], ...]
+    aspects: tuple[tuple[str, _Words, _Words], ...]  # id, strong cues, weak cues
 
 
 _COMPILED: dict[int, tuple[KnowledgeBase, _Lexicon]] = {}
@@ -260,7 +260,9 @@ def _compile(kb: KnowledgeBase) -> _Lexicon:
         question=_words(cues.get("question", [])),
         question_start=_words(cues.get("question_start", [])),
         topics=tuple(topics),
-        aspects=tuple((a["id"], _words(a["match"])) for a in raw.get("aspects", [])),
+        aspects=tuple(
+            (a["id"], _words(a["match"]), _words(a.get("weak", []))) for a in raw.get("aspects", [])
+        ),
     )
     _COMPILED[id(kb)] = (kb, lexicon)
     return lexicon
@@ -348,6 +350,7 @@ def _read_sentence(lexicon: _Lexicon, doc: _Doc, start: int, end: int, units: _U
     text = doc.text
     out = []
     for rule in lexicon.readings:
+        chosen = None
         for alternative in rule.alternatives:
             best = _closest(alternative, hits, units, rule.window)
             if best is None:
@@ -355,24 +358,32 @@ def _read_sentence(lexicon: _Lexicon, doc: _Doc, start: int, end: int, units: _U
             span, gap = best
             clause = _clause(lexicon, doc, start, end, span)
             negated = _negated(lexicon, doc, clause[0], span[0], units)
-            facts = rule.negated if negated else rule.sets
-            if not facts:
+            if chosen is None or (chosen[2] and not negated):
+                chosen = (span, gap, negated, clause)
+            if not negated:
+                # one affirmative wording is enough: "I call backward twice without
+                # retain_graph" still calls it twice, whatever the negated mention says
                 break
-            confidence = rule.confidence * (1.0 - 0.02 * gap)  # closer words, surer reading
-            if lexicon.hedge.spans(doc, clause[0], clause[1]):
-                confidence *= HEDGE_FACTOR
-            out.append(
-                Reading(
-                    id=rule.id,
-                    facts=dict(facts),
-                    confidence=round(max(0.05, confidence), 3),
-                    span=span,
-                    quote=text[span[0] : span[1]],
-                    negated=negated,
-                    says=rule.says,
-                )
+        if chosen is None:
+            continue
+        span, gap, negated, clause = chosen
+        facts = rule.negated if negated else rule.sets
+        if not facts:
+            continue
+        confidence = rule.confidence * (1.0 - 0.02 * gap)  # closer words, surer reading
+        if lexicon.hedge.spans(doc, clause[0], clause[1]):
+            confidence *= HEDGE_FACTOR
+        out.append(
+            Reading(
+                id=rule.id,
+                facts=dict(facts),
+                confidence=round(max(0.05, confidence), 3),
+                span=span,
+                quote=text[span[0] : span[1]],
+                negated=negated,
+                says=rule.says,
             )
-            break
+        )
     return out
 
 
@@ -467,9 +478,15 @@ def _intent(lexicon: _Lexicon, doc: _Doc) -> Intent | None:
     if not topics:
         return None
     topics.sort()
-    found = [aspect_id for aspect_id, words in lexicon.aspects if words.spans(doc)]
+    # A strong cue ("slow down", "still get the error") names what is asked by itself; a weak
+    # one ("still", "or", "problem") often means something else, so it counts only where no
+    # aspect has a strong cue: "does it still slow training down?" asks about the cost.
+    strong = [aspect_id for aspect_id, words, _ in lexicon.aspects if words.spans(doc)]
+    weak = [aspect_id for aspect_id, _, words in lexicon.aspects if words.spans(doc)]
     if len(topics) < 2:  # "which is better" about one fix: not a comparison
-        found = [a for a in found if a != "difference"]
+        strong = [a for a in strong if a != "difference"]
+        weak = [a for a in weak if a != "difference"]
+    found = strong or weak
     aspect = found[0] if found else None
     on: dict[str, Any] = {}
     for _, _, _, facts in topics:
