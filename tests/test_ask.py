@@ -105,3 +105,27 @@ def test_still_fails_cites_the_measured_failures():
     assert "ran the fix `find_unused_parameters` on real 2-process DDP" in out
     assert "fixes.yaml" not in out  # the rules file's internal path stays in --json
     assert "works, the parameters equal" not in out  # only the failures here
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("aspect", ["cost", "safe", "framework", "still_fails", "why", None])
+def test_no_answer_shows_an_unfilled_placeholder(lang, aspect):
+    """Every fix, every aspect: a text written for a report ("{said} the module is used: ...")
+    reads as a condition in an answer, never with its braces."""
+    import re
+
+    from ddp_doctor import ask as ask_module
+    from ddp_doctor.kb import load
+    from ddp_doctor.understand import Intent, Understanding
+
+    kb = load()
+    for fix_id in kb.fixes:
+        intent = Intent(topics=(fix_id,), fixes=(fix_id,), aspect=aspect, on_facts={})
+        understood = Understanding(
+            text="?", lang=lang, readings=(), facts={}, guesses=(), is_question=True, intent=intent
+        )
+        answer = ask_module.build_answer(kb, understood, lang)
+        for part in answer.parts:
+            # (code is compiled by test_markdown_terminal: an f-string's braces are code)
+            for shown in (part.heading, part.text):
+                assert not re.search(r"(?<!\{)\{[a-z_]+\}(?!\})", shown), (fix_id, shown)

@@ -112,6 +112,7 @@ _FIELD_HEADINGS = {
 
 def _texts(kb, fix, lang: str, title: str, fields: tuple[str, ...]) -> list[Part]:
     from .i18n import tr
+    from .render import fill_quietly
 
     parts = []
     for name in fields:
@@ -120,7 +121,10 @@ def _texts(kb, fix, lang: str, title: str, fields: tuple[str, ...]) -> list[Part
             continue
         heading = tr(kb, _FIELD_HEADINGS[name], lang, title=title)
         source = f"fixes.yaml › {fix.id} › {name}"
-        parts.append(Part(heading, text.get(lang), source, fix_id=fix.id))
+        # a warning about what the user said ("{said} the module is used: ...") becomes a
+        # condition here: a question tells nothing about the user's model
+        body = fill_quietly(text.get(lang), {"said": tr(kb, "said_if", lang)})
+        parts.append(Part(heading, body, source, fix_id=fix.id))
     return parts
 
 

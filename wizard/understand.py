@@ -324,7 +324,14 @@ def understand(kb: KnowledgeBase, text: str) -> Understanding:
         found += _read_sentence(lexicon, doc, start, end, units, hits)
     found.sort(key=lambda r: -r.confidence)
     is_question = _is_question(lexicon, text)
-    intent = _intent(lexicon, doc) if is_question else None
+    intent = _intent(lexicon, doc)
+    if intent is not None and not is_question:
+        # A fix named in a description is not a question about it, unless all the text says
+        # is that the fix was tried and still fails ("find_unused_parameters=True已设置，多卡还是
+        # 报错"); a description that also tells the set-up gets the diagnosis for that set-up.
+        told = {k for r in found if r.confidence >= USE_THRESHOLD for k in r.facts}
+        if told - set(intent.on_facts) or not _says_it_still_fails(lexicon, doc):
+            intent = None
     if intent is not None and intent.aspect != "still_fails":
         # "how do I set find_unused_parameters?" names the flag without saying it is on
         found = [r for r in found if not set(r.facts) & set(intent.on_facts)]
@@ -467,6 +474,14 @@ def _is_question(lexicon: _Lexicon, text: str) -> bool:
         return False
     doc = _Doc(stripped)
     return lexicon.question_start.first(doc) == 0 or bool(lexicon.question.spans(doc))
+
+
+def _says_it_still_fails(lexicon: _Lexicon, doc: _Doc) -> bool:
+    """A strong "still fails" cue: "still get the error", "没用", not a bare "still"."""
+    return any(
+        aspect_id == "still_fails" and bool(words.spans(doc))
+        for aspect_id, words, _ in lexicon.aspects
+    )
 
 
 def _intent(lexicon: _Lexicon, doc: _Doc) -> Intent | None:
