@@ -129,3 +129,33 @@ def test_no_answer_shows_an_unfilled_placeholder(lang, aspect):
             # (code is compiled by test_markdown_terminal: an f-string's braces are code)
             for shown in (part.heading, part.text):
                 assert not re.search(r"(?<!\{)\{[a-z_]+\}(?!\})", shown), (fix_id, shown)
+
+
+@pytest.mark.parametrize(
+    ("text", "lang"),
+    [
+        ("When I train on two GPUs the warning appears. What's wrong with this?", "en"),
+        ("多卡训练时提示如下，请问这个正常吗", "zh"),
+    ],
+)
+def test_a_question_about_a_message_it_does_not_hold_asks_for_the_message(text, lang, tmp_path):
+    done = ask("--json", "--lang", lang, text)
+    data = json.loads(done.stdout)
+    assert done.returncode == 1 and data["status"] == "not_understood"
+    assert "ddp-doctor triage -" in data["hint"] and "--paste" in data["hint"]
+    # the way it shows works: the same question with the message gets a diagnosis
+    log = tmp_path / "log.txt"
+    log.write_text(
+        "RuntimeError: Expected to have finished reduction in the prior iteration before "
+        "starting a new one. This error indicates that your module has parameters that were "
+        "not used in producing loss.\n",
+        encoding="utf-8",
+    )
+    with_message = ask("--json", "--lang", lang, "--paste", str(log), text)
+    assert with_message.returncode == 0
+    assert json.loads(with_message.stdout)["kind"] == "diagnosis"
+
+
+def test_a_sentence_about_nothing_still_asks_what_the_step_does():
+    data = json.loads(ask("--json", "the weather is nice today").stdout)
+    assert "triage -" not in data["hint"] and "backward()" in data["hint"]

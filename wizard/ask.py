@@ -262,6 +262,16 @@ def answer_json(answer: Answer, lang: str, understood: Understanding) -> dict[st
     }
 
 
+def nothing_understood_key(kb, understood: Understanding) -> str:
+    """The message for a text nothing was understood from: ask for the error or warning it
+    points at, or for what the training step does."""
+    from .understand import points_at_a_message
+
+    if points_at_a_message(kb, understood.text):
+        return "ask_paste_the_message"
+    return "ask_nothing_understood"
+
+
 def not_understood_json(kb, lang: str, understood: Understanding) -> dict[str, Any]:
     from .i18n import tr
     from .render import SCHEMA_VERSION
@@ -271,7 +281,7 @@ def not_understood_json(kb, lang: str, understood: Understanding) -> dict[str, A
         "kind": "not_understood",
         "status": "not_understood",
         "lang": lang,
-        "hint": tr(kb, "ask_nothing_understood", lang),
+        "hint": tr(kb, nothing_understood_key(kb, understood), lang),
         "understood": understood_json(understood),
     }
 

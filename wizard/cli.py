@@ -259,7 +259,7 @@ def cmd_ask(kb, args, lang: str) -> int:
         else:
             from .i18n import tr
 
-            sys.stdout.write(tr(kb, "ask_nothing_understood", lang) + "\n")
+            sys.stdout.write(tr(kb, ask.nothing_understood_key(kb, understood), lang) + "\n")
         return ExitCode.NO_ERROR_FOUND
     facts.setdefault("family", default_family(kb))
     diagnosis = diagnose(kb, result, facts)

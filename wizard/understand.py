@@ -203,6 +203,7 @@ class _Lexicon:
     clause_break: _Words
     question: _Words
     question_start: _Words
+    message_reference: _Words
     topics: tuple[tuple[str, str, Mapping[str, Any], _Words], ...]
     aspects: tuple[tuple[str, _Words, _Words], ...]  # id, strong cues, weak cues
 
@@ -259,6 +260,7 @@ def _compile(kb: KnowledgeBase) -> _Lexicon:
         clause_break=_words(cues.get("clause_break", [])),
         question=_words(cues.get("question", [])),
         question_start=_words(cues.get("question_start", [])),
+        message_reference=_words(cues.get("message_reference", [])),
         topics=tuple(topics),
         aspects=tuple(
             (a["id"], _words(a["match"]), _words(a.get("weak", []))) for a in raw.get("aspects", [])
@@ -346,6 +348,12 @@ def understand(kb: KnowledgeBase, text: str) -> Understanding:
         is_question=is_question,
         intent=intent,
     )
+
+
+def points_at_a_message(kb: KnowledgeBase, text: str) -> bool:
+    """Whether the text speaks of an error or warning it does not hold ("the warning
+    appears", "报错如下"): then the message itself is what to ask for."""
+    return bool(_compile(kb).message_reference.spans(_Doc(text)))
 
 
 def facts_from_text(kb: KnowledgeBase, text: str) -> dict[str, Any]:
