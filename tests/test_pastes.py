@@ -278,3 +278,20 @@ def test_launch_flags_of_transformers_and_llamafactory():
     assert facts["gradient_checkpointing"] == "unknown_kind"
     assert facts["lora"] is True
     assert facts["find_unused_enabled"] is False
+
+
+def _reading(text: str) -> list[tuple]:
+    return [
+        (f.family, tuple(f.unused_parameter_names), tuple(f.unused_parameter_indices))
+        for f in triage_text(KB, text).findings
+    ]
+
+
+def test_a_paste_copied_from_a_web_page_reads_as_the_plain_text():
+    """Blogs and rendered issues often give their code blocks' spaces as U+00A0 (no-break
+    space): every real paste reads the same with them as with plain spaces."""
+    pastes = sorted(CORPUS.glob("*.txt"))
+    assert len(pastes) > 100
+    for path in pastes:
+        text = path.read_text(encoding="utf-8")
+        assert _reading(text.replace(" ", "\u00a0")) == _reading(text), path.name

@@ -33,6 +33,10 @@ MAX_FINDINGS = 200  # distinct findings kept; repeats are counted instead
 ACCELERATE_FROM = 8 << 20
 NO_ACCEL_ENV = "DDP_DOCTOR_NO_ACCEL"  # set: always use the pure-Python search
 
+# A paste copied from a web page (a blog's code block, a rendered issue) often spells its
+# spaces as U+00A0 (UTF-8 C2 A0): the anchors are plain text, so such a paste is read with
+# plain spaces. Logs a job writes hold none; big inputs (the compiled search) are not rewritten.
+_NO_BREAK_SPACE = "\u00a0".encode()
 _CONTROL_BYTES = bytes(b for b in range(256) if b < 32 and b not in (9, 10, 13, 27) or b == 127)
 
 
@@ -242,6 +246,8 @@ class Scanner:
         if self.max_bytes is not None and self.position + len(chunk) > self.max_bytes:
             chunk = chunk[: max(0, self.max_bytes - self.position)]
             self.hit_byte_limit = True
+        if not self.accelerate and _NO_BREAK_SPACE in chunk:
+            chunk = chunk.replace(_NO_BREAK_SPACE, b" ")
         if len(self.head) < HEAD_SIZE:
             taken = chunk[: HEAD_SIZE - len(self.head)]
             self.head += taken
