@@ -295,3 +295,41 @@ def test_a_paste_copied_from_a_web_page_reads_as_the_plain_text():
     for path in pastes:
         text = path.read_text(encoding="utf-8")
         assert _reading(text.replace(" ", "\u00a0")) == _reading(text), path.name
+
+
+_MESSAGE = (
+    HEADLINE + " You can enable unused parameter detection by passing the keyword argument "
+    "`find_unused_parameters=True` to `torch.nn.parallel.DistributedDataParallel`, and by \n"
+    "making sure all `forward` function outputs participate in calculating loss.\n"
+    "Parameters which did not receive grad for rank 0: head.aux.weight, head.aux.bias\n"
+    "Parameter indices which did not receive grad for rank 0: 160 161"
+)
+
+
+def _each_line(prefix: str) -> str:
+    return "\n".join(prefix + line for line in _MESSAGE.split("\n"))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps({"level": "error", "message": _MESSAGE}),  # a JSON log line
+        repr(_MESSAGE),  # printed as a Python string
+        _MESSAGE.replace("\n", "<br>"),  # copied from HTML
+        _each_line("2024-05-01 12:00:00,123 - ERROR - train.py:88 - "),  # logging's format
+        _each_line("2024-05-01 12:00:00,123 - root - ERROR - "),
+        _each_line("2024-05-01 12:00:00.123 | ERROR    | train:main:88 - "),  # loguru
+    ],
+    ids=["json", "repr", "html", "logging", "logging-name", "loguru"],
+)
+def test_a_message_logged_or_escaped_keeps_its_names(text):
+    assert _reading(text) == [
+        ("unfinished_reduction", ("head.aux.weight", "head.aux.bias"), (160, 161))
+    ]
+
+
+def test_a_windows_path_is_not_read_as_escaped_line_breaks():
+    frame = 'File "C:\\new\\nets\\nmodel.py", line 5, in forward'
+    from ddp_doctor.normalise import clean_lines
+
+    assert [line.text for line in clean_lines(frame, ())] == [frame]

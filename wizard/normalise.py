@@ -69,10 +69,31 @@ def clean_lines(text: str, prefixes: Sequence[re.Pattern], first_number: int = 1
     for match in _iter_lines(text):
         raw, ends_with_cr = match
         rank, body = strip_prefixes(_CONTROL.sub("", raw), prefixes)
-        lines.append(Line(number, rank, body.rstrip()))
+        if "\\n" in body or "<br" in body or "<BR" in body:
+            for part in _escaped_lines(body):
+                lines.append(Line(number, rank, part.rstrip()))
+        else:
+            lines.append(Line(number, rank, body.rstrip()))
         if not ends_with_cr:  # a bare CR (progress bar) does not start a new source line
             number += 1
     return lines
+
+
+# A message logged as one JSON string or Python repr ("...producing loss.\\nParameters which
+# did not receive grad...") or copied from HTML ("<br>") keeps its line breaks as text. Two
+# or more in one line, each before a capital, a space, a bracket or the end, are read as the
+# breaks they stand for; a Windows path (C:\\new\\nets) has them before small letters.
+# Compiled on first use: most logs have none.
+_ESCAPED_BREAK: list[re.Pattern] = []
+
+
+def _escaped_lines(body: str) -> list[str]:
+    if not _ESCAPED_BREAK:
+        _ESCAPED_BREAK.append(re.compile(r"\\r\\n|\\n(?=[A-Z\s\[\\]|$)|<[bB][rR]\s*/?>"))
+    parts = _ESCAPED_BREAK[0].split(body)
+    if len(parts) < 3:
+        return [body]
+    return [p.replace('\\"', '"').replace("\\'", "'").replace("\\t", " ") for p in parts]
 
 
 def _iter_lines(text: str) -> Iterable[tuple[str, bool]]:
