@@ -131,6 +131,7 @@ class Extracted:
 # PyTorch names parameters by attribute path: dotted identifiers (`decoder.0.weight`)
 _PARAMETER_NAME = re.compile(r"[A-Za-z_]\w*(?:\.\w+)*")
 _LIST_TOKEN = re.compile(r"\s*([^\s,]+)")
+_NUMBERS_ONLY = re.compile(r"^[\d .]+$")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
 _CLOSING = "\"'`.;:)]}>"
 _WRAP_WIDTH = 60  # a line this long that ends inside a name was cut by the terminal
@@ -156,19 +157,22 @@ class _ListState:
         (self.names if is_parameter_name(token) else self.rejected).append(token or raw)
 
 
-def parse_name_list(first: str, following: Iterable[str]) -> tuple[list[str], list[str]]:
+def parse_name_list(
+    first: str, following: Iterable[str], first_line: str | None = None
+) -> tuple[list[str], list[str]]:
     """Names in a comma-separated parameter list that may run over several lines.
 
     `first` is the text after the list's header, `following` the lines after it. The list
     goes on while a line ends with a comma, while lines start with a bullet, and across a
     terminal's hard wrap in the middle of a name; it ends at the first token not followed by
     a comma (text glued on after a lost line break: `a.weight Parameter indices ...`).
-    Returns (names, rejected tokens).
+    `first_line` is the whole line `first` ends (header included): its length tells a hard
+    wrap. Returns (names, rejected tokens).
     """
     state = _ListState()
     if _scan_list_line(first, state) == "end":
         return state.names, state.rejected
-    previous = first
+    previous = first if first_line is None else first_line
     for line in following:
         bullet = _BULLET.match(line)
         if state.carry:
@@ -197,6 +201,9 @@ def _glue(state: _ListState, previous: str, line: str) -> str | None:
     token = _LIST_TOKEN.match(line)
     bullet = _BULLET.match(line)
     carry, state.carry = state.carry, ""
+    if line.lstrip().startswith(","):  # the wrap fell just before the comma after a name
+        state.accept(carry, last=False)
+        return line.lstrip()[1:]
     if token is None or bullet:
         state.accept(carry, last=True)
         return line[bullet.end() :] if bullet else None
@@ -484,6 +491,9 @@ class Analyser:
             if _is_name_list(extractor):
                 _record_name_lists(found, extractor, block_lines)
                 continue
+            if _is_index_list(extractor):
+                _record_index_lists(found, extractor, block_lines)
+                continue
             texts = (
                 (context_text, block_text) if extractor.field in _CONTEXT_FIELDS else (block_text,)
             )
@@ -527,12 +537,60 @@ def _record_name_lists(found: Extracted, extractor: Extractor, lines: list[str])
     for number, line in enumerate(lines):
         for match in extractor.pattern.finditer(line):
             start = match.start("value") if "value" in extractor.pattern.groupindex else match.end()
-            names, rejected = parse_name_list(line[start:], lines[number + 1 :])
+            names, rejected = parse_name_list(line[start:], lines[number + 1 :], line)
             for name in names:
                 found.add(extractor.field, name)
             found.rejected_names.extend(rejected)
             if "rank" in extractor.pattern.groupindex and match.group("rank") is not None:
                 found.add("ranks", match.group("rank"))
+
+
+def _is_index_list(extractor: Extractor) -> bool:
+    return extractor.field == "unused_parameter_indices" and extractor.split == " "
+
+
+def _record_index_lists(found: Extracted, extractor: Extractor, lines: list[str]) -> None:
+    """A list of indices is one line, unless a terminal or a log viewer wrapped it: it goes on
+    over the lines that hold only numbers (see `_join_wrapped_numbers`)."""
+    for number, line in enumerate(lines):
+        for match in extractor.pattern.finditer(line):
+            tokens = match.group("value").split()
+            previous = line
+            width = max(map(len, lines))  # a hard wrap cuts the message's lines at this width
+            for following in lines[number + 1 :]:
+                if not following.strip() or not _NUMBERS_ONLY.match(following):
+                    break
+                tokens = _join_wrapped_numbers(tokens, following, previous, width)
+                previous = following
+            for part in tokens:
+                found.add(extractor.field, part)
+            if "rank" in extractor.pattern.groupindex and match.group("rank") is not None:
+                found.add("ranks", match.group("rank"))
+
+
+def _join_wrapped_numbers(left: list[str], line: str, left_line: str, width: int) -> list[str]:
+    """The tokens of a number list over a line break: is the break inside a number
+    (`... 159 16` / `0 161`) or between two (`... 158` / `159 160`)?
+
+    A hard wrap cuts lines at the message's width: a line that ends at that width with a
+    digit, followed by one that starts with a digit, was cut inside a number (a space at the
+    cut would start the next line, or end this one and leave it a character short). PyTorch
+    lists the indices in ascending order, which settles it where the width cannot and vetoes
+    a glue that would break the order."""
+    right = line.split()
+    if not (left and right and len(left_line) >= _WRAP_WIDTH and line[:1].isdigit()):
+        return left + right
+    if not left[-1].isdecimal() or not right[0].isdecimal():
+        return left + right
+    before = int(left[-2]) if len(left) > 1 and left[-2].isdecimal() else -1
+    after = int(right[1]) if len(right) > 1 and right[1].isdecimal() else None
+    split_ok = before < int(left[-1]) < int(right[0]) and (after is None or int(right[0]) < after)
+    glued = int(left[-1] + right[0])
+    glued_ok = before < glued and (after is None or glued < after)
+    at_width = len(left_line) == width
+    if (at_width and not (split_ok and not glued_ok)) or (glued_ok and not split_ok):
+        return left[:-1] + [left[-1] + right[0]] + right[1:]
+    return left + right
 
 
 def _record(found: Extracted, extractor: Extractor, match: re.Match) -> None:
