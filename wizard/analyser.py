@@ -552,11 +552,11 @@ def _is_index_list(extractor: Extractor) -> bool:
 def _record_index_lists(found: Extracted, extractor: Extractor, lines: list[str]) -> None:
     """A list of indices is one line, unless a terminal or a log viewer wrapped it: it goes on
     over the lines that hold only numbers (see `_join_wrapped_numbers`)."""
+    width = max(map(len, lines), default=0)  # a hard wrap cuts the message's lines at this width
     for number, line in enumerate(lines):
         for match in extractor.pattern.finditer(line):
             tokens = match.group("value").split()
             previous = line
-            width = max(map(len, lines))  # a hard wrap cuts the message's lines at this width
             for following in lines[number + 1 :]:
                 if not following.strip() or not _NUMBERS_ONLY.match(following):
                     break

@@ -485,7 +485,7 @@ def _is_question(lexicon: _Lexicon, text: str) -> bool:
 
 
 def _says_it_still_fails(lexicon: _Lexicon, doc: _Doc) -> bool:
-    """A strong "still fails" cue: "still get the error", "没用", not a bare "still"."""
+    """A strong "still fails" cue ("still get the error", "还是报错"), not a bare "still"."""
     return any(
         aspect_id == "still_fails" and bool(words.spans(doc))
         for aspect_id, words, _ in lexicon.aspects
