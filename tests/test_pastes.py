@@ -209,6 +209,21 @@ def test_utf16_and_utf32_logs_with_a_byte_order_mark(tmp_path, encoding):
     assert finding["unused_parameter_indices"] == [282, 283]
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_logs_without_a_byte_order_mark(tmp_path, encoding):
+    log = tmp_path / "windows-tool.txt"
+    log.write_bytes(paste("cutie-125").encode(encoding))  # no mark for an explicit byte order
+    (finding,) = json.loads(cli("triage", "--json", str(log)).out)["findings"]
+    assert finding["unused_parameter_indices"] == [282, 283]
+
+
+def test_random_bytes_are_still_binary_not_utf16(tmp_path):
+    log = tmp_path / "weights.bin"
+    log.write_bytes(bytes(range(256)) * 8)
+    done = cli("triage", str(log))
+    assert done.returncode == 3 and "binary" in done.err
+
+
 # ---------------------------------------------------------------------------- evidence
 
 
@@ -387,3 +402,8 @@ def test_a_name_list_cut_by_a_terminal_at_any_width_reads_whole(names):
             for n in f.unused_parameter_names
         ]
         assert found == names, width
+
+
+def test_chinese_text_after_a_list_is_not_part_of_a_name():
+    text = HEADLINE + "\nParameters which did not receive grad for rank 0: head.aux.weight\n结束\n"
+    assert names(text) == ["head.aux.weight"]

@@ -128,8 +128,9 @@ class Extracted:
 
 # ---------------------------------------------------------------------------- names
 
-# PyTorch names parameters by attribute path: dotted identifiers (`decoder.0.weight`)
-_PARAMETER_NAME = re.compile(r"[A-Za-z_]\w*(?:\.\w+)*")
+# PyTorch names parameters by attribute path: dotted identifiers (`decoder.0.weight`), ASCII
+# in practice; Chinese text glued to a name after a lost line break ("weight结束") is not one
+_PARAMETER_NAME = re.compile(r"[A-Za-z_]\w*(?:\.\w+)*", re.ASCII)
 _LIST_TOKEN = re.compile(r"\s*([^\s,]+)")
 _NUMBERS_ONLY = re.compile(r"^[\d .]+$")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")

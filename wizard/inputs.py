@@ -164,13 +164,33 @@ _BYTE_ORDER_MARKS = (
 )
 
 
+_PLAIN_ASCII = frozenset(range(32, 127)) | {9, 10, 13, 27}
+
+
+def _utf16_without_mark(head: bytes) -> str | None:
+    """UTF-16 written without a byte order mark (some Windows tools do): every other byte of
+    the head is zero and the rest is plain ASCII text ("R\\0u\\0"). None when it is not."""
+    pairs = len(head) // 2
+    if pairs < 2:
+        return None
+    for encoding, text_at, zero_at in (("utf-16-le", 0, 1), ("utf-16-be", 1, 0)):
+        if all(
+            head[2 * i + zero_at] == 0 and head[2 * i + text_at] in _PLAIN_ASCII
+            for i in range(pairs)
+        ):
+            return encoding
+    return None
+
+
 class Utf8Reader:
     """A byte stream that reads as UTF-8: a UTF-16 or UTF-32 log with a byte order mark
-    (PowerShell's `>` writes UTF-16) is decoded a block at a time, anything else passes
-    through untouched."""
+    (PowerShell's `>` writes UTF-16), or UTF-16 without one, is decoded a block at a time;
+    anything else passes through untouched."""
 
     def __init__(self, stream: IO[bytes]):
         self.stream = stream
+        # four bytes, no more: a pipe that sends a short text and waits for the answer must
+        # not be read past what it sent
         head = stream.read(4)
         self.pending = head
         self.decoder = None
@@ -179,6 +199,10 @@ class Utf8Reader:
                 self.decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
                 self.pending = head[len(mark) :]
                 break
+        else:
+            encoding = _utf16_without_mark(head)
+            if encoding is not None:
+                self.decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
 
     def read(self, size: int = -1) -> bytes:
         while True:
