@@ -126,3 +126,16 @@ def test_pty_follow_up_question():
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+def test_a_still_fails_statement_after_the_report_is_a_detail_that_re_ranks():
+    keys = (
+        TO_THE_REPORT_EN
+        + "I already set find_unused_parameters=True and still get the same error"
+        + ENTER
+        + ENTER
+    )
+    code, screen = drive(keys, "en")
+    assert code == 0, screen[-1500:]
+    after = screen.split("Most likely:", 1)[1]
+    assert "Updated report:" in after  # the flag is now known to be on: the report changes

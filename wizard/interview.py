@@ -111,7 +111,12 @@ class Interview:
         from .understand import understand
 
         understood = understand(self.kb, text)
-        answer = build_answer(self.kb, understood, lang, self.facts)
+        # after a report, a statement is a detail for it ("I already set
+        # find_unused_parameters=True and still get it" turns the flag on and re-ranks), even
+        # where `ask` alone would answer it as a "still fails" question
+        answer = (
+            build_answer(self.kb, understood, lang, self.facts) if understood.is_question else None
+        )
         if answer is not None:
             return FollowUp(understood, answer, {})
         changed = {k: v for k, v in understood.facts.items() if self.facts.get(k) != v}
