@@ -350,6 +350,15 @@ def test_a_windows_path_is_not_read_as_escaped_line_breaks():
     assert [line.text for line in clean_lines(frame, ())] == [frame]
 
 
+def _folded(text: str, width: int) -> str:
+    """`fold -w width`: every line cut into pieces of `width` characters."""
+    return "\n".join(
+        piece
+        for line in text.split("\n")
+        for piece in ([line[i : i + width] for i in range(0, len(line), width)] or [""])
+    )
+
+
 @pytest.mark.parametrize(
     "indices",
     [list(range(151)), list(range(95, 130, 3)), [7, 1034, 1035, 20001]],
@@ -366,15 +375,6 @@ def test_an_index_list_cut_by_a_terminal_at_any_width_reads_whole(indices):
     for width in range(60, 201):
         findings = triage_text(KB, _folded(message, width)).findings
         assert [i for f in findings for i in f.unused_parameter_indices] == indices, width
-
-
-def _folded(text: str, width: int) -> str:
-    """`fold -w width`: every line cut into pieces of `width` characters."""
-    return "\n".join(
-        piece
-        for line in text.split("\n")
-        for piece in ([line[i : i + width] for i in range(0, len(line), width)] or [""])
-    )
 
 
 @pytest.mark.parametrize(

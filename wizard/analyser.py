@@ -542,8 +542,7 @@ def _record_name_lists(found: Extracted, extractor: Extractor, lines: list[str])
             for name in names:
                 found.add(extractor.field, name)
             found.rejected_names.extend(rejected)
-            if "rank" in extractor.pattern.groupindex and match.group("rank") is not None:
-                found.add("ranks", match.group("rank"))
+            _record_rank(found, extractor, match)
 
 
 def _is_index_list(extractor: Extractor) -> bool:
@@ -565,8 +564,7 @@ def _record_index_lists(found: Extracted, extractor: Extractor, lines: list[str]
                 previous = following
             for part in tokens:
                 found.add(extractor.field, part)
-            if "rank" in extractor.pattern.groupindex and match.group("rank") is not None:
-                found.add("ranks", match.group("rank"))
+            _record_rank(found, extractor, match)
 
 
 def _join_wrapped_numbers(left: list[str], line: str, left_line: str, width: int) -> list[str]:
@@ -588,8 +586,9 @@ def _join_wrapped_numbers(left: list[str], line: str, left_line: str, width: int
     split_ok = before < int(left[-1]) < int(right[0]) and (after is None or int(right[0]) < after)
     glued = int(left[-1] + right[0])
     glued_ok = before < glued and (after is None or glued < after)
-    at_width = len(left_line) == width
-    if (at_width and not (split_ok and not glued_ok)) or (glued_ok and not split_ok):
+    if split_ok and not glued_ok:
+        return left + right
+    if len(left_line) == width or (glued_ok and not split_ok):
         return left[:-1] + [left[-1] + right[0]] + right[1:]
     return left + right
 
@@ -604,6 +603,12 @@ def _record(found: Extracted, extractor: Extractor, match: re.Match) -> None:
                 found.add(extractor.field, part.strip())
     else:
         found.add(extractor.field, value.strip())
+    _record_rank(found, extractor, match)
+
+
+def _record_rank(found: Extracted, extractor: Extractor, match: re.Match) -> None:
+    """The rank a match names (`... for rank 3: ...`), if its pattern has one; a version
+    pattern's `rank` group is not a process rank."""
     if extractor.field != "torch_version" and "rank" in extractor.pattern.groupindex:
         rank = match.group("rank")
         if rank is not None:

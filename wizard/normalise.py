@@ -83,14 +83,12 @@ def clean_lines(text: str, prefixes: Sequence[re.Pattern], first_number: int = 1
 # did not receive grad...") or copied from HTML ("<br>") keeps its line breaks as text. Two
 # or more in one line, each before a capital, a space, a bracket or the end, are read as the
 # breaks they stand for; a Windows path (C:\\new\\nets) has them before small letters.
-# Compiled on first use: most logs have none.
-_ESCAPED_BREAK: list[re.Pattern] = []
+# A pattern string, compiled by `re` on first use: most logs have none.
+_ESCAPED_BREAK = r"\\r\\n|\\n(?=[A-Z\s\[\\]|$)|<[bB][rR]\s*/?>"
 
 
 def _escaped_lines(body: str) -> list[str]:
-    if not _ESCAPED_BREAK:
-        _ESCAPED_BREAK.append(re.compile(r"\\r\\n|\\n(?=[A-Z\s\[\\]|$)|<[bB][rR]\s*/?>"))
-    parts = _ESCAPED_BREAK[0].split(body)
+    parts = re.split(_ESCAPED_BREAK, body)
     if len(parts) < 3:
         return [body]
     return [p.replace('\\"', '"').replace("\\'", "'").replace("\\t", " ") for p in parts]
