@@ -457,6 +457,9 @@ def _confirm_with_ddp(model, step, steps: int) -> DdpVerdict:
     DDP with one process raises the same errors as a multi-process job. The error for
     unreached parameters appears at the forward *after* the faulty backward, hence one
     extra step. TORCH_DISTRIBUTED_DEBUG=INFO is set for the run so PyTorch names them.
+    The group meets through an in-memory store: one process has nobody to meet, and a
+    TCP store would open a server on a free port (a race with other programs, a
+    firewall's say) for nothing.
     """
     import copy
     from datetime import timedelta
@@ -474,7 +477,7 @@ def _confirm_with_ddp(model, step, steps: int) -> DdpVerdict:
     try:
         dist.init_process_group(
             "gloo",
-            init_method=f"tcp://127.0.0.1:{_free_port()}",
+            store=dist.HashStore(),
             rank=0,
             world_size=1,
             timeout=timedelta(seconds=60),
@@ -504,14 +507,6 @@ def _confirm_with_ddp(model, step, steps: int) -> DdpVerdict:
     finally:
         dist.destroy_process_group()
         dist.set_debug_level(previous_level)
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # ---------------------------------------------------------------------------- helpers
