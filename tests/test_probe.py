@@ -284,6 +284,10 @@ def test_many_rows_are_capped_in_the_table_but_not_in_the_data():
 
 @torch_test
 def test_confirmed_by_single_process_ddp():
+    import gc
+
+    from torch.nn.parallel import DistributedDataParallel
+
     report = probe(pm.make_unused_module, steps=2, confirm_with_ddp=True)
     verdict = report.ddp_verdict
     assert verdict.ran and "Expected to have finished reduction" in verdict.error
@@ -291,6 +295,9 @@ def test_confirmed_by_single_process_ddp():
 
     twice = probe(pm.make_two_losses, steps=2, confirm_with_ddp=True).ddp_verdict
     assert "Expected to mark a variable ready only once" in twice.error
+    # ... and no DDP copy of the model is left in memory after its error, for the garbage
+    # collector to tear down its reducer later, while another process group runs
+    assert not [o for o in gc.get_objects() if type(o) is DistributedDataParallel]
 
     clean = probe(pm.make_clean, steps=2, confirm_with_ddp=True)
     assert clean.ddp_verdict.ran and clean.ddp_verdict.error is None

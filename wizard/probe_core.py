@@ -461,12 +461,10 @@ def _confirm_with_ddp(model, step, steps: int) -> DdpVerdict:
     TCP store would open a server on a free port (a race with other programs, a
     firewall's say) for nothing.
     """
-    import copy
+    import gc
     from datetime import timedelta
 
-    import torch
     import torch.distributed as dist
-    from torch.nn.parallel import DistributedDataParallel
 
     if not dist.is_available():
         return DdpVerdict(ran=False, error="torch.distributed is not available")
@@ -486,27 +484,42 @@ def _confirm_with_ddp(model, step, steps: int) -> DdpVerdict:
         dist.set_debug_level(previous_level)
         return DdpVerdict(ran=False, error=one_line(exc))
     try:
-        try:
-            replica = copy.deepcopy(model)  # DDP hooks and grads stay off the user's model
-            wrapped = DistributedDataParallel(replica)
-        except Exception as exc:
-            return DdpVerdict(ran=False, error=one_line(exc))
-        for step_number in range(1, steps + 2):
-            try:
-                with torch.enable_grad():
-                    output = step(wrapped)
-                for _, loss in _losses_from(output, step_number):
-                    seed = None if loss.numel() == 1 else torch.ones_like(loss)
-                    torch.autograd.backward(loss, grad_tensors=seed, retain_graph=True)
-            except RuntimeError as exc:  # DDP's reducer errors are RuntimeErrors
-                return DdpVerdict(ran=True, error=str(exc).strip())
-            except (Exception, SystemExit) as exc:  # e.g. the step reads `model.encoder`
-                # (DDP hides it), or exits
-                return DdpVerdict(ran=False, error=one_line(exc))
-        return DdpVerdict(ran=True, error=None)
+        verdict = _steps_under_ddp(model, step, steps)
+        # The DDP copy, its reducer and the graphs kept for retain_graph are released
+        # here, before their process group, and not whenever the garbage collector gets
+        # to them: by then another group (the next probe's, the user's) may be running.
+        gc.collect()
+        return verdict
     finally:
         dist.destroy_process_group()
         dist.set_debug_level(previous_level)
+
+
+def _steps_under_ddp(model, step, steps: int) -> DdpVerdict:
+    """The steps of `_confirm_with_ddp`, on a DDP copy of the model, in the group it set up."""
+    import copy
+
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+
+    try:
+        replica = copy.deepcopy(model)  # DDP hooks and grads stay off the user's model
+        wrapped = DistributedDataParallel(replica)
+    except Exception as exc:
+        return DdpVerdict(ran=False, error=one_line(exc))
+    for step_number in range(1, steps + 2):
+        try:
+            with torch.enable_grad():
+                output = step(wrapped)
+            for _, loss in _losses_from(output, step_number):
+                seed = None if loss.numel() == 1 else torch.ones_like(loss)
+                torch.autograd.backward(loss, grad_tensors=seed, retain_graph=True)
+        except RuntimeError as exc:  # DDP's reducer errors are RuntimeErrors
+            return DdpVerdict(ran=True, error=str(exc).strip())
+        except (Exception, SystemExit) as exc:  # e.g. the step reads `model.encoder`
+            # (DDP hides it), or exits
+            return DdpVerdict(ran=False, error=one_line(exc))
+    return DdpVerdict(ran=True, error=None)
 
 
 # ---------------------------------------------------------------------------- helpers
