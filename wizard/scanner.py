@@ -379,11 +379,26 @@ class Scanner:
         while self.windows:
             window = self.windows.pop(0)
             self._analyse(window, window.message_end() or window.collected_to)
-        findings = list(self.found.values())
+        findings = list(self.found.values()) or self._findings_in_restored_case()
         version = self._version_from_head()
         if version:
             findings = [_with_version(f, version) for f in findings]
         return findings
+
+    def _findings_in_restored_case(self) -> list[Finding]:
+        """For a short input in which nothing was found: the findings in it once the rules'
+        wording typed in another case is given back its own (see anycase.py)."""
+        if not self.position or self.position > len(self.head) or self.looks_binary:
+            return []  # nothing read, or more than the head holds: a log, not typed text
+        from .anycase import quoted_as_typed, restore_case, wording_pieces
+
+        typed = bytes(self.head)
+        restored = restore_case(typed, wording_pieces(self.kb))
+        if restored is None:
+            return []
+        again = Scanner(self.kb, self.source, accelerate=False)
+        again.feed(restored)
+        return [quoted_as_typed(f, typed.decode("utf-8", "replace")) for f in again.finish()]
 
     def _version_from_head(self) -> str | None:
         text = self.head.decode("utf-8", errors="replace")
