@@ -96,7 +96,7 @@ def report(result: corpus_eval.Score, readings: dict[str, str] | None = None) ->
         "any change: family 30/37 (held-out half 14/16), names and indices 4/6, negatives 9/9. "
         "The development half's five family misses then guided rules changes (a Lightning "
         "message wrapped before `training_step`, torch 1.1's ready-twice sentence read as the "
-        "unused-parameter one, a retyped \"in-place\", `torch.distributed.launch`'s SIGSEGV "
+        'unused-parameter one, a retyped "in-place", `torch.distributed.launch`\'s SIGSEGV '
         "wording, a watchdog line without its start); the held-out half stayed at 14/16.",
         "",
     ]

@@ -71,6 +71,22 @@ def test_a_description_shows_what_was_read_and_the_next_question():
     assert "接下来最关键的问题：" in done.out  # whether those backward calls share one forward
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I set find_unused_parameters=False and still get the error",
+        "I run with --ddp_find_unused_parameters False but this does not work",
+        "设置了 find_unused_parameters=False 还是报错",
+    ],
+)
+def test_a_fix_named_but_set_the_other_way_is_a_description_not_a_still_fails_question(text):
+    """The flag written out as off: the job ran without the fix, so the answer is the
+    diagnosis for a job with the flag off, not why the flag "still fails"."""
+    data = json.loads(ask(text, "--json").out)
+    assert data["kind"] == "diagnosis"
+    assert data["facts"]["find_unused_enabled"] is False
+
+
 def test_lang_flag_beats_the_language_of_the_text():
     done = ask("两次loss.backward()", "--format", "markdown", "--lang", "en")
     assert done.out.startswith("I read:")

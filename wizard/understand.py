@@ -15,7 +15,7 @@ and an aspect (cost, difference, safety, framework spelling, "still fails").
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -338,6 +338,12 @@ def understand(kb: KnowledgeBase, text: str) -> Understanding:
         # "how do I set find_unused_parameters?" names the flag without saying it is on
         found = [r for r in found if not set(r.facts) & set(intent.on_facts)]
     facts = _resolve(found)
+    if intent is not None and _contradicts(_resolve(r for r in found if not r.negated), intent):
+        # "I set find_unused_parameters=False and still get the error" names the fix, but the
+        # fix was not applied: the text describes a set-up, and gets the diagnosis for it. (A
+        # negated reading does not count: in "I can't make it work even with static_graph"
+        # the "can't" is about the working.)
+        intent = None
     guesses = tuple(r for r in found if r.confidence < USE_THRESHOLD)
     return Understanding(
         text=text,
@@ -460,7 +466,7 @@ def _negated(lexicon: _Lexicon, doc: _Doc, clause_start: int, at: int, units: _U
     return False
 
 
-def _resolve(readings: list[Reading]) -> dict[str, Any]:
+def _resolve(readings: Iterable[Reading]) -> dict[str, Any]:
     """One value per fact: the most confident reading wins (readings come strongest first)."""
     facts: dict[str, Any] = {}
     for reading in readings:
@@ -482,6 +488,11 @@ def _is_question(lexicon: _Lexicon, text: str) -> bool:
         return False
     doc = _Doc(stripped)
     return lexicon.question_start.first(doc) == 0 or bool(lexicon.question.spans(doc))
+
+
+def _contradicts(facts: Mapping[str, Any], intent: Intent) -> bool:
+    """Whether the text says otherwise of a fact the fix it names implies."""
+    return any(key in facts and facts[key] != value for key, value in intent.on_facts.items())
 
 
 def _says_it_still_fails(lexicon: _Lexicon, doc: _Doc) -> bool:

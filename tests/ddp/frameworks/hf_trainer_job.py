@@ -12,7 +12,7 @@ import argparse
 import os
 
 import torch.nn.functional as F
-from common import LR, PER_DEVICE, STEPS, data, model, save
+from common import LR, PER_DEVICE, STEPS, data, end_process_group, model, save
 from torch import nn
 from transformers import Trainer, TrainingArguments
 
@@ -57,6 +57,7 @@ def main() -> None:
     wrapped = WithLoss()
     Trainer(model=wrapped, args=training_args, train_dataset=samples).train()
     save(wrapped.net, args.out, int(os.environ.get("RANK", "0")))
+    end_process_group()
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import argparse
 import lightning as L
 import torch
 import torch.nn.functional as F
-from common import LR, PER_DEVICE, STEPS, data, model, save
+from common import LR, PER_DEVICE, STEPS, data, end_process_group, model, save
 from lightning.pytorch.strategies import DDPStrategy
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -59,6 +59,7 @@ def main() -> None:
         enable_model_summary=False,
     )
     trainer.fit(Module(args.out), loader)
+    end_process_group()
 
 
 if __name__ == "__main__":
