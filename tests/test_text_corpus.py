@@ -48,10 +48,10 @@ def measured():
     return bench.measure(KB, SENTENCES, QUESTIONS)
 
 
-# measured (bench/TEXT.md): en all 88%, held-out 78%; zh all 90%, held-out 88% (16 items)
+# measured (bench/TEXT.md): en all 87%, held-out 76%; zh all 85%, held-out 83% (18 items)
 @pytest.mark.parametrize(
     ("lang", "split", "floor"),
-    [("en", "all", 0.86), ("en", "held_out", 0.76), ("zh", "all", 0.86), ("zh", "held_out", 0.8)],
+    [("en", "all", 0.85), ("en", "held_out", 0.74), ("zh", "all", 0.82), ("zh", "held_out", 0.8)],
 )
 def test_top_two_does_not_fall(measured, lang, split, floor):
     row = measured["sentences"][(lang, split)]
@@ -60,8 +60,8 @@ def test_top_two_does_not_fall(measured, lang, split, floor):
 
 def test_questions_are_answered_from_the_right_entry(measured):
     row = measured["questions"][("all", "all")]
-    # measured 75% (95% before the 30 questions collected on 2026-12-03, which name their fix
-    # less often: "why multiply the term by zero?")
-    assert row["answered"] / row["n"] >= 0.72
-    # and about what was asked (cost, safety, where to set it...): measured 59%
-    assert row["aspect"] / row["n"] >= 0.56
+    # measured 63% (95% before the 57 questions collected on 2026-12-03, which name their fix
+    # less often, "why multiply the term by zero?", or are statements, "There is a warning.")
+    assert row["answered"] / row["n"] >= 0.6
+    # and about what was asked (cost, safety, where to set it...): measured 51%
+    assert row["aspect"] / row["n"] >= 0.48
