@@ -87,6 +87,38 @@ def test_a_fix_named_but_set_the_other_way_is_a_description_not_a_still_fails_qu
     assert data["facts"]["find_unused_enabled"] is False
 
 
+@pytest.mark.parametrize(
+    ("text", "fact", "value"),
+    [
+        ("I set static_graph=False and still get the error", "static_graph_enabled", False),
+        (
+            "I removed find_unused_parameters=True and the error came back",
+            "find_unused_enabled",
+            False,
+        ),
+        ("把find_unused_parameters改成False还是报错", "find_unused_enabled", False),
+        (
+            "strategy='ddp_find_unused_parameters_false' in my Lightning Trainer",
+            "find_unused_enabled",
+            False,
+        ),
+        ("TrainingArguments(gradient_checkpointing=False)", "gradient_checkpointing", "none"),
+        (
+            "TrainingArguments(gradient_checkpointing=True, "
+            "gradient_checkpointing_kwargs={'use_reentrant': False})",
+            "gradient_checkpointing",
+            "non_reentrant",
+        ),
+    ],
+)
+def test_an_option_written_out_as_off_is_read_as_off(text, fact, value):
+    """Read the other way, each of these would rank causes for a set-up the user does not have
+    (the HF Trainer's own spelling of non-reentrant checkpointing was read as reentrant)."""
+    data = json.loads(ask(text, "--json").out)
+    assert data["kind"] == "diagnosis"
+    assert data["facts"][fact] == value
+
+
 def test_lang_flag_beats_the_language_of_the_text():
     done = ask("两次loss.backward()", "--format", "markdown", "--lang", "en")
     assert done.out.startswith("I read:")

@@ -338,7 +338,11 @@ def understand(kb: KnowledgeBase, text: str) -> Understanding:
         # "how do I set find_unused_parameters?" names the flag without saying it is on
         found = [r for r in found if not set(r.facts) & set(intent.on_facts)]
     facts = _resolve(found)
-    if intent is not None and _contradicts(_resolve(r for r in found if not r.negated), intent):
+    if (
+        intent is not None
+        and intent.aspect == "still_fails"
+        and _contradicts(_resolve(r for r in found if not r.negated), intent)
+    ):
         # "I set find_unused_parameters=False and still get the error" names the fix, but the
         # fix was not applied: the text describes a set-up, and gets the diagnosis for it. (A
         # negated reading does not count: in "I can't make it work even with static_graph"
