@@ -26,8 +26,8 @@ MIN_PIECE = 12
 
 
 def wording_pieces(kb: KnowledgeBase) -> tuple[bytes, ...]:
-    """The rules' wording whose case is restored, anchors last so that where two overlap
-    the anchor's case wins."""
+    """The rules' wording whose case is restored: the regexes' fixed pieces, then the
+    anchors (each text once; where two overlap, the later one's case is what is left)."""
     patterns = [p for f in kb.families for p in f.patterns]
     patterns += [r.pattern for f in kb.families for r in f.facts]
     patterns += [e.pattern for e in kb.extractors]

@@ -398,7 +398,8 @@ class Scanner:
             return []
         again = Scanner(self.kb, self.source, accelerate=False)
         again.feed(restored)
-        return [quoted_as_typed(f, typed.decode("utf-8", "replace")) for f in again.finish()]
+        text = typed.decode("utf-8", "replace")
+        return [quoted_as_typed(f, text) for f in again.finish()]
 
     def _version_from_head(self) -> str | None:
         text = self.head.decode("utf-8", errors="replace")
