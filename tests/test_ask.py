@@ -119,6 +119,22 @@ def test_an_option_written_out_as_off_is_read_as_off(text, fact, value):
     assert data["facts"][fact] == value
 
 
+def test_the_error_pasted_or_quoted_is_the_one_diagnosed(tmp_path):
+    """Not the usual unused-parameter error: `ask` used to diagnose that one whatever was
+    pasted, so a ready-twice log got the causes of parameters without a gradient."""
+    log = tmp_path / "rank1.log"
+    log.write_text("RuntimeError: Expected to mark a variable ready only once.\n", "utf-8")
+    pasted = json.loads(ask("I use gradient checkpointing", "--paste", str(log), "--json").out)
+    quoted = json.loads(
+        ask("two losses, then Expected to mark a variable ready only once", "--json").out
+    )
+    for data in (pasted, quoted):
+        assert data["kind"] == "diagnosis"
+        assert data["facts"]["family"] == "mark_ready_twice"
+        assert data["findings"][0]["family"] == "mark_ready_twice"
+        assert "unused_module" not in [c["id"] for c in data["causes"][:2]]
+
+
 def test_lang_flag_beats_the_language_of_the_text():
     done = ask("两次loss.backward()", "--format", "markdown", "--lang", "en")
     assert done.out.startswith("I read:")

@@ -261,6 +261,15 @@ def cmd_ask(kb, args, lang: str) -> int:
 
             sys.stdout.write(tr(kb, ask.nothing_understood_key(kb, understood), lang) + "\n")
         return ExitCode.NO_ERROR_FOUND
+    if result is None:
+        # a sentence may quote the error itself ("... and get Expected to mark a variable
+        # ready only once"): then that error, not the usual one, is diagnosed
+        from .triage import triage_text
+
+        in_text = triage_text(kb, args.text, "<ask>")
+        result = in_text if in_text.findings else None
+    if result is not None and "family" in result.facts:
+        facts["family"] = result.facts["family"]  # the error pasted or quoted wins
     facts.setdefault("family", default_family(kb))
     diagnosis = diagnose(kb, result, facts)
     modules = result.unused_modules if result else ()
