@@ -261,16 +261,11 @@ def cmd_ask(kb, args, lang: str) -> int:
 
             sys.stdout.write(tr(kb, ask.nothing_understood_key(kb, understood), lang) + "\n")
         return ExitCode.NO_ERROR_FOUND
-    if result is None:
-        # a sentence may quote the error itself ("... and get Expected to mark a variable
-        # ready only once"): then that error, not the usual one, is diagnosed
-        from .triage import triage_text
-
-        in_text = triage_text(kb, args.text, "<ask>")
-        result = in_text if in_text.findings else None
-    if result is not None and "family" in result.facts:
-        facts["family"] = result.facts["family"]  # the error pasted or quoted wins
-    facts.setdefault("family", default_family(kb))
+    if not found_error:
+        result = _error_quoted(kb, args.text) or result
+    # the error pasted or quoted wins over the usual one
+    told = result is not None and bool(result.findings)
+    facts["family"] = result.facts["family"] if told else default_family(kb)
     diagnosis = diagnose(kb, result, facts)
     modules = result.unused_modules if result else ()
     upcoming = next_question(kb, diagnosis.facts, [], modules, 0)
@@ -286,6 +281,15 @@ def cmd_ask(kb, args, lang: str) -> int:
     _print_text(kb, _understood_block(kb, understood, upcoming, lang), lang, fmt)
     _emit(kb, args, diagnosis, lang, fmt)
     return ExitCode.OK
+
+
+def _error_quoted(kb, text: str):
+    """The triage of a sentence that quotes the error itself ("... and get Expected to mark a
+    variable ready only once"), or None when it holds none."""
+    from .triage import triage_text
+
+    found = triage_text(kb, text, "<ask>")
+    return found if found.findings else None
 
 
 def _understood_block(kb, understood, upcoming, lang: str) -> str:
