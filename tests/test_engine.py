@@ -111,7 +111,7 @@ REAL = {
             multitask=True,
             all_losses_summed=False,
             revealed_module_state="output_ignored",
-            forward_unused_outputs=None,
+            forward_unused_outputs=True,  # the head's output is returned, its loss left out
         ),
     ),
     "two_backward_intermediate__info__spawn.txt": (
@@ -124,7 +124,7 @@ REAL = {
     ),
     "branch_some_steps__info__spawn.txt": (
         "conditional_branch",
-        truth(conditional_modules="steps", revealed_module_state="sometimes"),
+        truth(conditional_modules="steps", revealed_module_state="sometimes", branch_seen=True),
     ),
     # the loss is built from a forward hook's features; the flag is on and the error stays
     "loss_from_hooked_features.find_unused_parameters__info__spawn.txt": (

@@ -93,6 +93,9 @@ def test_english_path_without_a_paste_describe_answer_save(tmp_path):
         ENTER  # no paste
         + "my loss only uses the first output of forward"
         + ENTER
+        # an ignored output may be a task head whose loss is left out: asked before any fix
+        + DOWN * option_index("multitask", "no")
+        + ENTER
         + DOWN * option_index("framework", "lightning")
         + ENTER
         + "y"  # the full report
@@ -105,7 +108,9 @@ def test_english_path_without_a_paste_describe_answer_save(tmp_path):
     assert code == 0, screen
     text = flat(screen)
     assert "Got it:" in text and "Does `forward` return outputs that the loss does not use?" in text
-    title, first_line = expected({"forward_unused_outputs": True, "framework": "lightning"}, "en")
+    title, first_line = expected(
+        {"forward_unused_outputs": True, "multitask": False, "framework": "lightning"}, "en"
+    )
     assert title.replace("`", "") in text
     assert "Likely causes" in text
     assert "ddp_find_unused_parameters_true" in text  # the Lightning spelling
@@ -113,7 +118,7 @@ def test_english_path_without_a_paste_describe_answer_save(tmp_path):
     # the report, the answers and a command that reproduces the same diagnosis
     assert report.read_text(encoding="utf-8").startswith("# ddp-doctor diagnosis")
     answers = yaml.safe_load((tmp_path / "report.answers.yaml").read_text(encoding="utf-8"))
-    assert answers == {"forward_unused_outputs": "yes", "framework": "lightning"}
+    assert answers == {"forward_unused_outputs": "yes", "multitask": "no", "framework": "lightning"}
     command = next(line.strip() for line in screen.splitlines() if "--answers" in line)
     argv = shlex.split(command)
     assert argv[:3] == ["ddp-doctor", "--lang", "en"]

@@ -12,13 +12,13 @@ memory or recurse: only a single mapping of scalars is accepted.
 
 from __future__ import annotations
 
-import shlex
 import sys
 from collections.abc import Mapping
 from typing import Any
 
 from .errors import ExitCode, UserError
 from .inputs import open_input
+from .reproduce import reproduce_command  # noqa: F401  (the session imports it from here)
 
 MAX_ANSWERS_BYTES = 1 << 20  # a real answers file has a few dozen lines
 
@@ -110,25 +110,3 @@ def dump_answers(answers: Mapping[str, str]) -> str:
     import yaml
 
     return yaml.safe_dump(dict(answers), allow_unicode=True, sort_keys=False)
-
-
-def reproduce_command(
-    lang: str,
-    answers: Mapping[str, str],
-    answers_path: str | None = None,
-    paste_path: str | None = None,
-) -> str:
-    """The shell command that gives the same report without questions.
-
-    `paste_path` must be a file that exists (the `--paste` log, or the saved copy of a
-    pasted error): the command never names a file that was not written.
-    """
-    parts = ["ddp-doctor", "--lang", lang]
-    if answers_path:
-        parts += ["--answers", shlex.quote(answers_path)]
-    else:
-        inline = "{" + ", ".join(f"{k}: {v}" for k, v in answers.items()) + "}"
-        parts += ["--answers", f"<(echo {shlex.quote(inline)})"]
-    if paste_path:
-        parts += ["--paste", shlex.quote(paste_path)]
-    return " ".join(parts)

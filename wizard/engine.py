@@ -104,10 +104,13 @@ class Answer:
 
 @record
 class ConditionalFix:
-    """A fix that becomes advice once these answers are given ("if ..., then ...")."""
+    """A fix that becomes advice once these answers are given ("if ..., then ..."), or, with
+    no answers, once the cause is known to be `cause` (a plausible cause the question does
+    not settle: the row names the fix proven for that cause alone)."""
 
     fix: RankedFix
     answers: tuple[Answer, ...]  # the first is the question to ask now
+    cause: str | None = None
 
     @property
     def facts(self) -> dict[str, Any]:
@@ -347,6 +350,12 @@ def is_open(asked: AskedQuestion, facts: Mapping[str, Any], answered: Iterable[s
     return condition_holds(question.ask_when, facts)
 
 
+def contradicts(option: Option, facts: Mapping[str, Any]) -> bool:
+    """The option says the opposite of a fact already known (an earlier answer, the paste):
+    a row or a branch built on it would describe another user."""
+    return any(facts.get(key, value) != value for key, value in option.sets.items())
+
+
 def apply_answer(
     facts: Mapping[str, Any], asked: AskedQuestion, value: str
 ) -> dict[str, Any] | None:
@@ -386,17 +395,8 @@ def expected_entropy(
     outcomes = [o for o in asked.options if o.sets]
     if not outcomes:
         return math.inf
-    before = rank_causes(kb, facts)
     after = [rank_causes(kb, {**facts, **o.sets}) for o in outcomes]
-    scores_after = [{r.id: r.score for r in ranked} for ranked in after]
-    p_outcome = [0.0] * len(outcomes)
-    for cause in before:
-        deltas = [scores[cause.id] - cause.score for scores in scores_after]
-        top = max(deltas)
-        weights = [math.exp(d - top) for d in deltas]
-        total = sum(weights)
-        for i, weight in enumerate(weights):
-            p_outcome[i] += cause.probability * weight / total
+    p_outcome = _answer_probabilities(kb, facts, after)
     left = []
     for option, ranked in zip(outcomes, after):
         entropy = _entropy(ranked)
@@ -410,6 +410,23 @@ def expected_entropy(
     return sum(p * h for p, h in zip(p_outcome, left))
 
 
+def _answer_probabilities(
+    kb: KnowledgeBase, facts: Mapping[str, Any], after: list[tuple[RankedCause, ...]]
+) -> list[float]:
+    """How likely each answer is, given the rankings each answer would leave (see
+    `expected_entropy`: a cause an answer raises by `w` makes it `e**w` times likelier)."""
+    scores_after = [{r.id: r.score for r in ranked} for ranked in after]
+    p_outcome = [0.0] * len(after)
+    for cause in rank_causes(kb, facts):
+        deltas = [scores[cause.id] - cause.score for scores in scores_after]
+        top = max(deltas)
+        weights = [math.exp(d - top) for d in deltas]
+        total = sum(weights)
+        for i, weight in enumerate(weights):
+            p_outcome[i] += cause.probability * weight / total
+    return p_outcome
+
+
 def _settled(asked: AskedQuestion, facts: Mapping[str, Any]) -> bool:
     question = asked.question
     return bool(question.fact) and question.for_each is None and question.fact in facts
@@ -421,13 +438,21 @@ def next_question(
     answered: Iterable[str],
     modules: Iterable[str] = (),
     asked_count: int = 0,
+    lookahead: int = 2,
 ) -> AskedQuestion | None:
-    """The question to ask now, or None when the interview is over."""
+    """The question to ask now, or None when the interview is over. `lookahead`: how many
+    answers the search for a fix looks ahead (1 is cheaper, for the decision table's
+    second level)."""
     answered = set(answered)
     conf = settings(kb)
     if asked_count >= conf["max_questions"]:
         return None
     candidates = [a for a in instantiate(kb, modules) if is_open(a, facts, answered)]
+    if not _advises(kb, facts):
+        # no fix is proven for every cause still in play: ask what leads to one soonest
+        toward = question_toward_a_fix(kb, facts, candidates, lookahead)
+        if toward is not None:
+            return toward
     tailoring = [a for a in candidates if a.question.purpose == "tailor"]
     diagnostic = [a for a in candidates if a.question.purpose == "diagnose"]
     # keep the last slots for tailoring (framework, backward layout) while they are open
@@ -449,6 +474,206 @@ def next_question(
     return tailoring[0] if tailoring else None
 
 
+# ---------------------------------------------------------------------------- toward a fix
+
+# What an answer that leaves no fix is assumed to cost beyond the lookahead: at least one more
+# question, and often more (a question that only narrows the causes).
+_BEYOND_LOOKAHEAD = 2.0
+
+
+def question_toward_a_fix(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    candidates: list[AskedQuestion],
+    lookahead: int = 2,
+) -> AskedQuestion | None:
+    """The open question after which a truthful user is expected to need the fewest further
+    answers before the report can advise a fix (proven for every cause still in play).
+
+    Two answers are looked ahead: each answer of a question is weighed by how likely it is
+    (`_answer_likelihoods`); an answer that leaves no fix costs one more question, the best
+    next one, whose own answers without a fix cost `_BEYOND_LOOKAHEAD` (so does "I don't
+    know"). Questions are tried in order of their one-answer reach, and the search stops as
+    soon as no further question can beat the best so far (each answer without a fix costs at
+    least two), so the second level is computed for a few questions only. None when no
+    answer of any question (within two) leads to a fix: the interview then narrows the
+    causes instead (expected entropy).
+    """
+    scored = []
+    for asked in candidates:
+        found = _branches(kb, facts, asked) if asked.question.kind == "select" else None
+        if found is not None:
+            reach = sum(p for p, _, advised in found if advised)
+            scored.append((reach, asked, found))
+    scored.sort(key=lambda item: -item[0])
+    if lookahead < 2:
+        return scored[0][1] if scored and scored[0][0] > 0 else None
+    worst = 1.0 + 1.0 + _BEYOND_LOOKAHEAD  # every answer without a fix, at its worst
+    best_cost, best = worst, None
+    for reach, asked, branches in scored:
+        if 1.0 + 2.0 * (1.0 - reach) >= best_cost - 1e-9:
+            break
+        cost = 1.0
+        for p, answered_facts, advised in branches:
+            if advised:
+                continue
+            if answered_facts is None:  # "I don't know": the question was wasted
+                cost += p * (1.0 + _BEYOND_LOOKAHEAD)
+            else:
+                cost += p * (1.0 + _best_next_cost(kb, answered_facts, candidates, asked))
+            if cost >= best_cost - 1e-9:
+                break
+        if cost < best_cost - 1e-9:
+            best_cost, best = cost, asked
+    return best
+
+
+def _branches(
+    kb: KnowledgeBase, facts: Mapping[str, Any], asked: AskedQuestion
+) -> list[tuple[float, dict[str, Any] | None, bool]] | None:
+    """[(P(answer), facts after it, whether it leads to advice)] over the answers a user can
+    give, "I don't know" last (facts None: it changes nothing); None for a question without
+    an answer that sets something."""
+    options = [o for o in asked.options if o.sets and not contradicts(o, facts)]
+    if not options:
+        return None
+    answered = [{**facts, **o.sets} for o in options]
+    probabilities = _answer_likelihoods(kb, facts, options, answered)
+    branches: list[tuple[float, dict[str, Any] | None, bool]] = [
+        (p, f, p > 0 and _advises(kb, f)) for p, f in zip(probabilities, answered)
+    ]
+    unsure = 1.0 - sum(probabilities)
+    if unsure > 1e-9:
+        branches.append((unsure, None, False))
+    return branches
+
+
+def _answer_likelihoods(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    options: list[Option],
+    answered: list[dict[str, Any]],
+) -> list[float]:
+    """P(answer) = sum over causes of P(cause) * P(answer | cause); the rest is "I don't know".
+
+    A cause with `cases` answers as its typical users would (causes.yaml: case_baseline and
+    the cases' truths): the first option whose facts are all true for them, "I don't know"
+    where none is. A cause without cases answers by the evidence weights (`_per_cause_weights`).
+    """
+    by_weight = None
+    total = [0.0] * len(options)
+    for ranked in rank_causes(kb, facts):
+        typical = ranked.cause.typical
+        if typical:
+            for truths in typical:
+                i = _honest_option(options, truths)
+                if i is not None:
+                    total[i] += ranked.probability / len(typical)
+            continue
+        if by_weight is None:
+            by_weight = _per_cause_weights(kb, facts, answered)
+        for i, p in enumerate(by_weight[ranked.id]):
+            total[i] += ranked.probability * p
+    return total
+
+
+def _honest_option(options: list[Option], truths: Mapping[str, Any]) -> int | None:
+    for i, option in enumerate(options):
+        if all(k in truths and truths[k] == v for k, v in option.sets.items()):
+            return i
+    return None
+
+
+def _per_cause_weights(
+    kb: KnowledgeBase, facts: Mapping[str, Any], answered: list[dict[str, Any]]
+) -> dict[str, list[float]]:
+    """For each cause, a softmax over the answers of the change each makes to its score."""
+    before = {r.id: r.score for r in rank_causes(kb, facts)}
+    after = [{r.id: r.score for r in rank_causes(kb, f)} for f in answered]
+    out = {}
+    for cause_id, score in before.items():
+        deltas = [scores[cause_id] - score for scores in after]
+        top = max(deltas)
+        weights = [math.exp(d - top) for d in deltas]
+        total = sum(weights)
+        out[cause_id] = [w / total for w in weights]
+    return out
+
+
+def _best_next_cost(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    candidates: list[AskedQuestion],
+    just_asked: AskedQuestion,
+) -> float:
+    """After one answer without a fix: the expected further cost of the best next question,
+    looking one answer ahead (an answer without a fix then costs `_BEYOND_LOOKAHEAD`)."""
+    best = _BEYOND_LOOKAHEAD
+    for asked in _still_open(kb, facts, candidates, just_asked):
+        branches = _branches(kb, facts, asked)
+        if branches is None:
+            continue
+        missed = sum(p for p, _, advised in branches if not advised)
+        best = min(best, 1.0 + missed * _BEYOND_LOOKAHEAD)
+        if best <= 1.0 + 1e-9:
+            break
+    return best
+
+
+def _still_open(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    candidates: list[AskedQuestion],
+    just_asked: AskedQuestion,
+) -> list[AskedQuestion]:
+    """The questions open after an answer: the other candidates still open, and those the
+    answer opened (a follow-up such as "are all the losses summed?")."""
+    keys = {a.key for a in candidates}
+    opened = [a for a in _general_questions(kb) if a.key not in keys and is_open(a, facts, ())]
+    return [
+        a
+        for a in candidates + opened
+        if a.key != just_asked.key and a.question.kind == "select" and is_open(a, facts, ())
+    ]
+
+
+def _general_questions(kb: KnowledgeBase) -> tuple[AskedQuestion, ...]:
+    """Every question that is not asked per module, once per set of rules."""
+    return per_object(_GENERAL, kb.questions, lambda: tuple(instantiate(kb, ())), 64)
+
+
+_GENERAL: dict = {}
+
+
+def _advises(kb: KnowledgeBase, facts: Mapping[str, Any]) -> bool:
+    """Whether these facts lead to advice (some fix proven for every plausible cause)."""
+    key = _facts_key(facts)
+    if key is None:
+        return bool(_advice(kb, facts))
+    return per_object(_ADVISES, kb.causes, _any_advice, _RANKINGS_KEPT, kb, facts, key=key)
+
+
+_ADVISES: dict = {}
+
+
+def _any_advice(kb: KnowledgeBase, facts: Mapping[str, Any]) -> bool:
+    """`plan_fixes` cut short: stop at the first fix that is advice."""
+    ranked = rank_causes(kb, facts)
+    plausible = safety.plausible_causes(ranked, facts, settings(kb))
+    seen: set[str] = set()
+    for ranked_cause in plausible:
+        for fix_id in ranked_cause.cause.fixes:
+            if fix_id in seen:
+                continue
+            seen.add(fix_id)
+            fix = kb.fixes[fix_id]
+            if fix.kind == "diagnostic" or _not_for_these_facts(fix, facts):
+                continue
+            if safety.proven(fix, plausible, facts):
+                return True
+    return False
+
+
 # ---------------------------------------------------------------------------- decision table
 
 
@@ -467,7 +692,7 @@ def decision_table(
     question that would follow it is tried too (`depth` answers at most).
     """
     modules = tuple(modules)
-    candidates = _splitting_candidates(kb, facts, answered, modules)
+    candidates = _splitting_candidates(kb, facts, answered, modules, min(depth, 2))
     # one level down only the question that would come next is tried: the table stays short
     # and the search cheap
     for asked in candidates if depth > 1 else candidates[:1]:
@@ -478,12 +703,17 @@ def decision_table(
 
 
 def _splitting_candidates(
-    kb: KnowledgeBase, facts: Mapping[str, Any], answered: Iterable[str], modules: tuple[str, ...]
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    answered: Iterable[str],
+    modules: tuple[str, ...],
+    lookahead: int = 2,
 ) -> list[AskedQuestion]:
-    """Open questions that could split the causes: the interview's next diagnostic question
-    first, then the other diagnostic ones, then the tailoring ones, each in rules order."""
+    """Open questions that could split the causes: the interview's next question first (the
+    one toward a fix, whatever its purpose), then the diagnostic ones, then the tailoring
+    ones, each in rules order."""
     answered = set(answered)
-    first = next_question(kb, facts, answered, modules, 0)
+    first = next_question(kb, facts, answered, modules, 0, lookahead)
     open_ = [
         a
         for a in instantiate(kb, modules)
@@ -492,8 +722,8 @@ def _splitting_candidates(
     ordered = sorted(
         open_,
         key=lambda a: (
-            a.question.purpose != "diagnose",
             first is None or a.key != first.key,
+            a.question.purpose != "diagnose",
         ),
     )
     return ordered
@@ -511,10 +741,10 @@ def _rows(
     conf = settings(kb)
     rows: list[ConditionalFix] = []
     for option in asked.options:
-        if not option.sets:
+        if not option.sets or contradicts(option, facts):
             continue
         hypothetical = {**facts, **option.sets}
-        fixes = _advice(kb, hypothetical)
+        fixes = _advice(kb, hypothetical) if _advises(kb, hypothetical) else ()
         new = [f for f in fixes if f.id not in advised][: conf["conditional_per_answer"]]
         step = Answer(asked, option)
         if new:
@@ -537,6 +767,39 @@ def _advice(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedFix, ...
 
 
 _ADVICE_CACHE: dict[tuple, tuple[RankedFix, ...]] = {}
+
+
+def cause_rows(
+    kb: KnowledgeBase,
+    plausible: tuple[RankedCause, ...],
+    facts: Mapping[str, Any],
+    rows: tuple[ConditionalFix, ...],
+) -> tuple[ConditionalFix, ...]:
+    """A row for each plausible cause the question's rows leave out: "if the cause is X,
+    then <the first fix X lists that is proven for X alone>". Proven for the one cause its
+    condition leaves, as advice is for all of them; a cause with no such fix gets no row."""
+    covered = {cause for row in rows for cause in row.fix.for_causes}
+    extra = []
+    for ranked in plausible:
+        if ranked.id in covered:
+            continue
+        for fix_id in ranked.cause.fixes:
+            fix = kb.fixes[fix_id]
+            if fix.kind == "diagnostic" or _not_for_these_facts(fix, facts):
+                continue
+            if safety.proven(fix, (ranked,), facts):
+                entry = RankedFix(fix, ranked.probability, (ranked.id,))
+                extra.append(ConditionalFix(entry, (), ranked.id))
+                break
+    return tuple(extra)
+
+
+def _not_for_these_facts(fix: Fix, facts: Mapping[str, Any]) -> bool:
+    """Applied already, pointless, or to be avoided here."""
+    return any(
+        condition is not None and condition_holds(condition, facts)
+        for condition in (fix.pointless_when, fix.avoid_when, fix.already_on)
+    )
 
 
 # ---------------------------------------------------------------------------- free text
@@ -595,7 +858,15 @@ def diagnose(
     fixes, diagnostics, avoided = plan_fixes(kb, ranked, all_facts)
     modules = triage.unused_modules if triage else ()
     answered = tuple((answers or {}).keys())
-    rows, splitting = decision_table(kb, all_facts, answered, modules, {f.id for f in fixes})
+    advised = {f.id for f in fixes}
+    rows, splitting = decision_table(kb, all_facts, answered, modules, advised)
+    if not rows and not fixes:
+        # a question answered "I don't know" can still decide: its rows say what to check
+        settled = tuple(key for key, value in (answers or {}).items() if value != UNSURE)
+        rows, splitting = decision_table(kb, all_facts, settled, modules, advised)
+    plausible = safety.plausible_causes(ranked, all_facts, settings(kb))
+    if not fixes:
+        rows += cause_rows(kb, plausible, all_facts, rows)
     return Diagnosis(
         findings=triage.findings if triage else (),
         facts=all_facts,
@@ -607,7 +878,7 @@ def diagnose(
         answers=dict(answers or {}),
         framework=str(all_facts.get(FRAMEWORK_FACT, DEFAULT_FRAMEWORK)),
         confident=leads_clearly(kb, ranked),
-        plausible=tuple(c.id for c in safety.plausible_causes(ranked, all_facts, settings(kb))),
+        plausible=tuple(c.id for c in plausible),
         conditional=rows,
         splitting_question=splitting,
     )

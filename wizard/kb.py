@@ -124,6 +124,9 @@ class Cause:
     prior: float
     evidence: tuple[Evidence, ...]
     fixes: tuple[str, ...]
+    # what is true of a user with this cause (case_baseline + each case's truths, the facts a
+    # user would not know left out): how such a user answers, for the question planner
+    typical: tuple[Mapping[str, Any], ...] = ()
 
 
 @record
@@ -734,7 +737,7 @@ def _evidence(raw: dict[str, Any]) -> Evidence:
     return Evidence(_frozen(raw["when"]), float(raw["weight"]), _text(raw.get("reason")))
 
 
-def _cause(raw: dict[str, Any]) -> Cause:
+def _cause(raw: dict[str, Any], baseline: Mapping[str, Any]) -> Cause:
     return Cause(
         id=raw["id"],
         title=_text(raw["title"]),
@@ -742,7 +745,13 @@ def _cause(raw: dict[str, Any]) -> Cause:
         prior=float(raw.get("prior", 0.0)),
         evidence=tuple(_evidence(e) for e in raw.get("evidence", [])),
         fixes=tuple(raw.get("fixes", [])),
+        typical=tuple(_truths(baseline, case.get("truths")) for case in raw.get("cases") or []),
     )
+
+
+def _truths(baseline: Mapping[str, Any], truths: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    merged = {**baseline, **(truths or {})}
+    return _frozen({k: v for k, v in merged.items() if v is not None})
 
 
 def _snippet(raw: dict[str, Any]) -> Snippet:
@@ -810,7 +819,7 @@ def _build(raw: dict[str, Any]) -> KnowledgeBase:
         families=tuple(_family(f, pieces) for f in raw.get("families", [])),
         extractors=tuple(_extractor(e, pieces) for e in raw.get("extractors", [])),
         hints=tuple(_fact_rule(h, pieces) for h in raw.get("hints", [])),
-        causes=tuple(_cause(c) for c in raw.get("causes", [])),
+        causes=tuple(_cause(c, raw.get("case_baseline") or {}) for c in raw.get("causes", [])),
         fixes=_frozen(fixes),
         questions=tuple(_question(q) for q in raw.get("questions", [])),
         messages=messages,

@@ -54,9 +54,11 @@ class ConditionalView:
     fix: FixView
     condition: str  # the answers, as the user reads them
     sentence: str  # "If <condition>, then: <fix title>"
-    question: str  # the id of the question to ask now (`id` or `id:module`)
+    question: str | None  # the id of the question to ask now (`id` or `id:module`)
     answers: tuple[tuple[str, str], ...]  # (question id, answer value), in order
     facts: dict[str, Any]
+    cause: str | None = None  # a row for one cause: its id (no question, no answers)
+    score: float = 0.0  # how likely its fix is the one (the engine's fix score)
 
 
 @record
@@ -199,6 +201,19 @@ def conditional_view(
     kb: KnowledgeBase, row: ConditionalFix, diagnosis: Diagnosis, lang: str
 ) -> ConditionalView:
     view = fix_view(row.fix, diagnosis, lang, kb=kb)
+    if not row.answers:  # a row for one cause the question does not settle
+        cause = kb.cause(row.cause)
+        condition = tr(kb, "conditional_cause", lang, cause=cause.title.get(lang))
+        return ConditionalView(
+            fix=view,
+            condition=condition,
+            sentence=tr(kb, "conditional_row", lang, condition=condition, fix=view.title),
+            question=None,
+            answers=(),
+            facts=row.facts,
+            cause=row.cause,
+            score=row.fix.score,
+        )
     # the first question is shown above the table: its answer alone is enough there
     first = row.answers[0]
     parts = [tr(kb, "conditional_first_answer", lang, answer=first.option.label.get(lang))]
@@ -220,6 +235,7 @@ def conditional_view(
         question=row.answers[0].asked.key,
         answers=tuple((a.asked.key, a.option.value) for a in row.answers),
         facts=row.facts,
+        score=row.fix.score,
     )
 
 
@@ -356,6 +372,7 @@ def to_json_data(report: Report) -> dict[str, Any]:
                 **_fix_json(row.fix),
                 "when": {
                     "facts": dict(row.facts),
+                    "cause": row.cause,
                     "question": row.question,
                     "answers": [{"question": q, "answer": a} for q, a in row.answers],
                     "text": row.condition,
@@ -497,14 +514,55 @@ def _conditional_markdown(kb: KnowledgeBase, report: Report) -> list[str]:
         out += [tr(kb, "conditional_intro", lang, question=f"**{report.splitting_question}**"), ""]
     out += [f"- {sentence}" for sentence in conditional_sentences(kb, report)]
     out.append("")
-    for view in conditional_code(report):  # the code of each, once, for when you know
+    shown, others = conditional_code(report)
+    for view in shown:  # the code of the likeliest, for when you know
         out += [f"**{view.title}**", "", f"```{view.language}", view.code, "```", ""]
+    if others:  # markdown holds everything: the rest further down, under their own heading
+        out += [f"### {tr(kb, 'conditional_other_code', lang)}", ""]
+        for row in others:
+            view = row.fix
+            out += [f"**{view.title}**", "", f"```{view.language}", view.code, "```", ""]
     return out
 
 
-def conditional_code(report: Report) -> list[FixView]:
-    """Each conditional fix once, in table order."""
-    return list({row.fix.id: row.fix for row in report.conditional}.values())
+SHOWN_CONDITIONAL_CODE = 2  # the decision table prints the code of this many fixes
+
+
+def conditional_code(report: Report) -> tuple[list[FixView], list[ConditionalView]]:
+    """The code to print under the decision table: each fix once, the likeliest first, at
+    most SHOWN_CONDITIONAL_CODE of them; and the rows of the others (each is one command
+    away: `conditional_commands`)."""
+    rows = sorted(report.conditional, key=lambda row: -row.score)
+    shown: dict[str, FixView] = {}
+    others: dict[str, ConditionalView] = {}
+    for row in rows:
+        if row.fix.id in shown or row.fix.id in others:
+            continue
+        if len(shown) < SHOWN_CONDITIONAL_CODE:
+            shown[row.fix.id] = row.fix
+        else:
+            others[row.fix.id] = row
+    return list(shown.values()), list(others.values())
+
+
+def conditional_commands(kb: KnowledgeBase, report: Report, rows: list) -> list[str]:
+    """For each row whose code is not printed and that an answer decides: the command that
+    gives the report for that answer (its fix then comes first, code included)."""
+    from .reproduce import reproduce_command
+
+    findings = report.diagnosis.findings
+    source = findings[0].source if findings else None
+    paste = source if source and not source.startswith("<") and source != "-" else None
+    lines = []
+    for row in rows:
+        if not row.answers:
+            continue
+        command = reproduce_command(report.lang, dict(row.answers), None, paste)
+        if paste is None and findings:
+            command += " --paste " + tr(kb, "conditional_your_log", report.lang)
+        line = tr(kb, "conditional_code_command", report.lang, fix=row.fix.title, command=command)
+        lines.append(line)
+    return lines
 
 
 def conditional_sentences(kb: KnowledgeBase, report: Report) -> list[str]:
@@ -759,10 +817,21 @@ def _rich_conditional(out: _Out, report: Report, full: bool) -> None:
         out.para(out.t("conditional_intro", question=report.splitting_question))
     for sentence in conditional_sentences(out.kb, report):
         out.para(out.inline("• ") + out.inline(sentence), indent=2)
-    if full:
-        for view in conditional_code(report):
-            out.para(out.inline(view.title, "bold"))
-            out.code(view.code, view.language)
+    shown, others = conditional_code(report)
+    if full:  # everything: the code of every fix
+        shown, others = shown + [row.fix for row in others], []
+    elif not report.fixes:  # short: the likeliest fix's code; the others one command away
+        shown = shown[:1]
+        others = [row for row in report.conditional if row.fix.id not in {shown[0].id}]
+    else:
+        shown, others = [], []
+    for view in shown:
+        out.para(out.inline(view.title, "bold"))
+        out.code(view.code, view.language)
+    seen: set[str] = set()
+    unique = [r for r in others if not (r.fix.id in seen or seen.add(r.fix.id))]
+    for line in conditional_commands(out.kb, report, unique):
+        out.para(out.inline("• ") + out.inline(line), indent=2)
     out.blank()
 
 

@@ -175,6 +175,8 @@ def test_conditional_fixes_hold_when_their_condition_does(name: str, advice: dic
                 failures.append(f"{path}: conditional {fix_id}, which is already on")
                 continue
             when = entry.get("when") or {}
+            if when.get("cause") and when["cause"] != case_.cause:
+                continue  # "if the cause is X": not this case's cause
             condition = when.get("facts", when) if isinstance(when, dict) else {}
             if not (facts and condition_holds(condition, facts)):
                 continue

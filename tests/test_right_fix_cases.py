@@ -1,0 +1,135 @@
+"""The dead ends of issue 20, each as a truthful user meets it through the public CLI.
+
+Each test answers as that user would (`--answers` with `--paste`, or `ask`) and checks what
+the report leads to: the fix that is right for that cause comes first, and nothing advised
+fails for it (tests/ddp/measured.json and the outcomes in rules/fixes.yaml say what works).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from helpers import FIXTURES, cli
+
+REAL = FIXTURES / "real"
+README_EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "torchrun-unused-module.log"
+
+
+def report(tmp_path: Path, answers: dict, paste: Path | None = None, lang: str = "en") -> dict:
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps(answers), encoding="utf-8")
+    args = ["--answers", str(path), "--json", "--lang", lang]
+    if paste is not None:
+        args += ["--paste", str(paste)]
+    result = cli(*args)
+    assert result.returncode == 0, result.err
+    return json.loads(result.out)
+
+
+def truthful(tmp_path: Path, answers: dict, truth: dict, paste: Path) -> tuple[dict, list[str]]:
+    """Answer each report's deciding question from `truth` ("I don't know" elsewhere) until
+    the report advises a fix or asks nothing new; returns the last report and the questions."""
+    answers = dict(answers)
+    doc = report(tmp_path, answers, paste)
+    asked: list[str] = []
+    while not doc["fixes"] and doc["splitting_question"] and len(asked) < 5:
+        question = doc["splitting_question"]["id"]
+        if question in answers:
+            break
+        asked.append(question)
+        answers[question] = truth.get(question, "unsure")
+        doc = report(tmp_path, answers, paste)
+    return doc, asked
+
+
+def advised(doc: dict) -> list[str]:
+    return [f["id"] for f in doc["fixes"]]
+
+
+def test_a_branch_on_some_steps_gets_the_flag(tmp_path):
+    """Case 1: "some modules run only on some steps" on the unfinished-reduction paste: the
+    flag works for a branch however it moves, and the paste proves static_graph is off."""
+    doc = report(
+        tmp_path, {"step_pattern": "branches"}, REAL / "branch_some_steps__nodebug__spawn.txt"
+    )
+    assert advised(doc)[0] == "find_unused_parameters"
+    assert "static_graph" not in advised(doc)
+
+
+def test_none_of_these_is_followed_by_questions_that_reach_a_fix(tmp_path):
+    """Case 2: "none of these" (a module that is never called, the commonest real cause) is
+    followed by the questions that rule the other causes out, and within two truthful
+    answers the report advises a fix that works for an unused module."""
+    paste = REAL / "unused_module__nodebug__spawn.txt"
+    truth = {"module_never_called": "yes", "loss_uses_hidden_tensors": "no", "framework": "pytorch"}
+    done, asked = truthful(tmp_path, {"step_pattern": "none"}, truth, paste)
+    assert len(asked) <= 2, asked
+    assert advised(done)[0] in ("remove_unused_module", "find_unused_parameters")
+    assert "zero_weight_aux_loss" not in advised(done)
+
+
+def test_checkpointing_of_an_unknown_kind_gets_non_reentrant(tmp_path):
+    """Case 5: "gradient checkpointing is on" keeps the question about its kind open, and
+    "I don't know which kind" still ends in `use_reentrant=False`."""
+    paste = REAL / "unused_module__nodebug__spawn.txt"
+    truth = {
+        "gradient_checkpointing": "unknown_kind",
+        "module_never_called": "no",
+        "framework": "pytorch",
+    }
+    doc, asked = truthful(tmp_path, {"step_pattern": "checkpointing"}, truth, paste)
+    assert len(asked) <= 2, asked
+    assert advised(doc)[:1] == ["checkpoint_non_reentrant"], (asked, doc["plausible_causes"])
+    assert "find_unused_parameters" not in advised(doc)
+
+
+def test_a_task_loss_left_out_is_not_mistaken_for_an_ignored_output(tmp_path):
+    """Case 6: a multi-task user truthfully says forward returns an output the loss ignores;
+    the fixes for an ignored output silently leave that task's head untrained, so neither is
+    advised before the multi-task question, and the answer gets the task-loss fix."""
+    paste = REAL / "multitask_missing_loss__nodebug__spawn.txt"
+    early = report(tmp_path, {"forward_unused_outputs": "yes"}, paste)
+    assert "find_unused_parameters" not in advised(early)
+    assert "drop_unused_outputs" not in advised(early)
+    done = report(
+        tmp_path,
+        {"forward_unused_outputs": "yes", "multitask": "yes", "all_losses_summed": "no"},
+        paste,
+    )
+    assert advised(done) == ["include_all_task_losses"]
+
+
+def test_frozen_before_and_unfrozen_later_said_in_chinese_gets_the_rebuild():
+    """Case 9: frozen before wrapping, unfrozen later, no error but the weights differ: only
+    rebuilding the wrapper is right (the unfrozen layer is never averaged otherwise)."""
+    sentence = "包 DDP 之前冻结了 backbone，训练到后面再解冻，没有报错，但是两张卡上的权重不一样"
+    result = cli("ask", sentence, "--json", "--lang", "zh")
+    assert result.returncode == 0, result.err
+    doc = json.loads(result.out)
+    assert advised(doc) == ["freeze_before_wrapping"]
+    assert doc["facts"]["requires_grad_direction"] == "unfreeze"
+    assert "static_graph" not in advised(doc) and "zero_weight_aux_loss" not in advised(doc)
+
+
+def test_the_readme_example_row_for_a_module_run_sometimes_is_only_the_flag():
+    """Case 10: the row for "only on some steps or some GPUs" names only what works for a
+    branch on some steps and on some ranks (not static_graph)."""
+    result = cli("triage", str(README_EXAMPLE), "--json", "--lang", "en")
+    doc = json.loads(result.out)
+    rows = [
+        r["id"]
+        for r in doc["conditional_fixes"]
+        if [a["answer"] for a in r["when"]["answers"]] == ["sometimes"]
+    ]
+    assert rows == ["find_unused_parameters"]
+
+
+def test_answering_sometimes_for_the_named_module_ends_in_the_flag(tmp_path):
+    """Case 11: after "aux_head runs only on some steps", the report advises, without a row
+    that needs "every module runs every step"."""
+    doc = report(tmp_path, {"revealed_module:aux_head": "sometimes"}, README_EXAMPLE)
+    assert advised(doc)[0] == "find_unused_parameters"
+    assert not any(
+        r["when"]["facts"].get("conditional_modules") == "none" for r in doc["conditional_fixes"]
+    )
