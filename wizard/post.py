@@ -20,6 +20,8 @@ _LOG_LINE = re.compile(
     r"|\s*\[(?:rank|default)\d*\]"
     r"|\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning)\b:?"
     r"|\s*\d{4}-\d\d-\d\d[ T]\d\d:\d\d"
+    r"|[IWEF]\d{4} \d\d:\d\d"  # glog: W1202 16:11:01
+    r"|\s*(?:/|~/|[A-Za-z]:\\)\S+:\d+"  # /path/file.py:368: UserWarning ...
     r"|\s*(?:>>>|\$) "
     r"|(?: {4}|\t)\S"
     r"|\s*(?:INFO|WARNING|ERROR|DEBUG)\b)"

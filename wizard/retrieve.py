@@ -363,8 +363,10 @@ def _candidates(near: Nearest, fixes, aspect, fix_from, calibration) -> tuple[Ch
     best_aspect, _, aspect_lead = near.top("aspects")
     fix_clear = bool(fixes) and (fix_from == "lexicon" or fix_lead >= margin)
     aspect_clear = aspect is not None and aspect == best_aspect and aspect_lead >= margin
-    if fix_from == "lexicon" and aspect is not None and aspect == best_aspect:
-        aspect_clear = True  # both readers say it
+    if fix_from == "lexicon" and aspect is not None:
+        # the text names the fix and the lexicon a cue of the aspect: clear unless the
+        # examples see it nowhere near the top
+        aspect_clear = aspect in [a for a, _ in near.aspects[:2]]
     if fix_clear and aspect_clear:
         return ()
     fix_options = [*fixes[:1], *(f for f, _ in near.fixes if f not in fixes[:1])]
