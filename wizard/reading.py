@@ -27,6 +27,8 @@ def read_post(kb, text: str) -> tuple[Post, list[str]]:
     from .understand import understand
 
     post = split_post(text)
+    if len(post.sentences) < 2:  # one sentence: read whole, as before (no second reading)
+        return post, []
     asking = [s for s in post.sentences if understand(kb, s).is_question]
     return post, asking
 

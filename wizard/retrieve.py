@@ -28,6 +28,7 @@ _SPACES = re.compile(r"[\s_]+")  # `find_unused_parameters` reads as `find unuse
 # otherwise decide the likeness: the aspect index reads the text without code, option names
 # (`find_unused_parameters=True`, `no_sync()`) and environment variables.
 _CODE = re.compile(r"`[^`\n]*`|\b\w*(?:_\w*)+\b(?:\s*=\s*\w+)?|\b\w+\(\)|\b[A-Z]{2,}\w*")
+_SCALE = 10_000  # posting weights are stored as integers in units of 1/_SCALE
 TOP = 3  # a label's score: the mean of its best TOP similarities (steadier than the best one)
 
 
@@ -86,10 +87,11 @@ def build_index(examples: list[tuple[str, Label]]) -> Index:
             frequency[gram] = frequency.get(gram, 0) + 1
     total = len(examples)
     idf = {g: math.log((1 + total) / (1 + n)) + 1.0 for g, n in frequency.items()}
-    postings: dict[str, list[str]] = {g: [f"{idf[g]:.5f}"] for g in idf}
+    postings: dict[str, list[str]] = {g: [f"{idf[g]:.4f}"] for g in idf}
     for number, counts in enumerate(counted):
         for gram, weight in _weights(counts, idf.get).items():
-            postings[gram].append(f"{number}:{weight:.5f}")
+            # weights in units of 1e-4, as integers: a third less to read from the cache
+            postings[gram].append(f"{number}:{round(weight * _SCALE)}")
     return Index(
         texts=tuple(text for text, _ in examples),
         labels=tuple(label for _, label in examples),
@@ -110,9 +112,10 @@ def similarities(index: Index, text: str, exclude: str | None = None) -> list[fl
     leave-one-out measurement on the examples' own corpus items)."""
     scores = [0.0] * len(index.texts)
     for gram, weight in _weights(_grams(text), _idf(index.table)).items():
+        weight /= _SCALE
         for posting in index.table[gram].split(" ")[1:]:
             number, _, other = posting.partition(":")
-            scores[int(number)] += weight * float(other)
+            scores[int(number)] += weight * int(other)
     if exclude is not None:
         for number, example in enumerate(index.texts):
             if example == exclude:
@@ -194,7 +197,7 @@ def check_references(kb, labels) -> str | None:
     return None
 
 
-INDEX_FORMAT = 2  # bump when index_json changes
+INDEX_FORMAT = 3  # bump when index_json changes
 
 
 @dataclass(frozen=True)
