@@ -173,3 +173,41 @@ def test_a_broken_index_cache_is_rebuilt(tmp_path):
     cached[0].write_text('{"format": 2, "size": 2, "digest": "x"}\n{}', encoding="utf-8")
     again = json.loads(ask("what is the point of no_sync", "--json", env=env).out)
     assert again["fixes"] == first["fixes"] == ["no_sync_first_backward"]
+
+
+# ---------------------------------------------------------------------------- the session
+
+
+def test_the_session_offers_the_readings_and_one_key_picks_one(tmp_path, monkeypatch):
+    """A follow-up that names no option: the session lists the readings; pressing `2` (no
+    Enter) answers the second one."""
+    pytest.importorskip("questionary")
+    import io
+    import re
+
+    from ddp_doctor.reading import read_question
+    from ddp_doctor.session import run_session
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+    from rich.console import Console
+
+    monkeypatch.chdir(tmp_path)
+    question = "does it slow down training?"
+    offered = read_question(KB, question).candidates
+    assert len(offered) >= 2
+    second = KB.fixes[offered[1].fix]
+    # nothing after the `2`: were Enter needed, the input would end inside the choice
+    keys = "\rI call backward twice per step\r\r\rnn" + question + "\r" + "2"
+    out = io.StringIO()
+    console = Console(file=out, width=200, highlight=False, color_system=None)
+    with create_pipe_input() as pipe:
+        pipe.send_text(keys)
+        pipe.close()
+        code = run_session(
+            KB, "en", console=console, prompt_input=pipe, prompt_output=DummyOutput()
+        )
+    screen = re.sub(r"\s+", " ", out.getvalue())
+    assert code == 0
+    after = screen.split("Not sure which you mean", 1)[1]
+    assert second.title.en.replace("`", "") in after.replace("`", "")
+    assert "Traceback" not in screen
