@@ -151,6 +151,25 @@ def test_several_questions_get_several_answers():
     assert "Question 1" in text and "Question 2" in text
 
 
+def test_a_post_of_a_thousand_questions_gets_a_few_answers():
+    """A pasted wall of questions is a post, not a batch job: the first ones are answered
+    (at most five), in one JSON document."""
+    asked = [
+        "Is find_unused_parameters=True safe?",
+        "Does static_graph=True cost much?",
+        "How do I set broadcast_buffers=False in Lightning?",
+        "What does use_reentrant=False do?",
+        "Why multiply the unused output by zero?",
+        "What does model.no_sync() do?",
+        "Why sum the losses and call backward once?",
+    ]
+    post = " ".join(asked * 150)  # a thousand questions (one argument holds at most 128 KB)
+    data = json.loads(ask(post, "--json").out)
+    assert data["kind"] == "answers"
+    assert 2 <= len(data["answers"]) <= 5
+    assert [a["question"] for a in data["answers"]] == asked[: len(data["answers"])]
+
+
 # ---------------------------------------------------------------------------- rules
 
 
