@@ -311,19 +311,25 @@ def _setting(calibration: Mapping[str, Any], name: str) -> float:
     return float(value) if isinstance(value, (int, float)) else math.inf  # unset: never
 
 
-def decide(understood, near: Nearest, calibration: Mapping[str, Any]) -> Reread:
+def decide(
+    understood,
+    near: Nearest,
+    calibration: Mapping[str, Any],
+    implies: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Reread:
     """Combine the lexicon's reading with the nearest examples (pure; see the module doc).
 
     The lexicon keeps a fix it recognised by name, and its job for descriptions: a text it
     reads facts from and that asks nothing is diagnosed, never answered. The examples give
     the fix when the lexicon found none and their best similarity reaches `fix_alone`
     (`fix_statement` for a text that does not look like a question), and the aspect when their
-    best aspect reaches `aspect_over` (over the lexicon's) or `aspect_alone` (none found)."""
+    best aspect reaches `aspect_over` (over the lexicon's) or `aspect_alone` (none found).
+    `implies`: the facts a fix's lexicon topic implies (for "why does it still fail with ...")."""
     from .understand import Intent
 
     intent = understood.intent
-    fix, fix_sim, fix_margin = near.top("fixes")
-    aspect, aspect_sim, aspect_margin = near.top("aspects")
+    fix, fix_sim, _ = near.top("fixes")
+    aspect, aspect_sim, _ = near.top("aspects")
     fix_from = aspect_from = None
     describes = bool(understood.facts) and not understood.is_question
     if intent is not None and intent.fixes:
@@ -344,8 +350,9 @@ def decide(understood, near: Nearest, calibration: Mapping[str, Any]) -> Reread:
         if aspect != chosen_aspect and aspect_sim >= _setting(calibration, threshold):
             chosen_aspect, aspect_from = aspect, "examples"
     if fixes and (intent is None or fixes != intent.fixes or chosen_aspect != intent.aspect):
-        on = intent.on_facts if intent is not None and fixes == intent.fixes else {}
-        topics = intent.topics if intent is not None and fixes == intent.fixes else fixes
+        same = intent is not None and fixes == intent.fixes
+        on = intent.on_facts if same else dict((implies or {}).get(fixes[0]) or {})
+        topics = intent.topics if same else fixes
         intent = Intent(topics=topics, fixes=fixes, aspect=chosen_aspect, on_facts=on)
         understood = replace(understood, intent=intent)
     candidates = () if describes else _candidates(near, fixes, chosen_aspect, fix_from, calibration)
@@ -356,9 +363,9 @@ def _candidates(near: Nearest, fixes, aspect, fix_from, calibration) -> tuple[Ch
     """The two or three best readings when the chosen one is not clear, the chosen first.
 
     The fix is clear when the text names it (the lexicon found it) or when the examples' best
-    fix leads the next by `clear_margin`. The aspect is clear when the lexicon's and the
-    examples' agree, or when only the examples tell it and lead by `clear_margin`; two readers
-    that disagree are not clear."""
+    fix leads the next by `clear_margin`. The aspect is clear when the examples' best one leads
+    by `clear_margin` and agrees with the lexicon's (if any), or, for a fix the text names,
+    when the lexicon's aspect is among the examples' best two."""
     if not near.fixes or not near.aspects:
         return ()
     margin = _setting(calibration, "clear_margin")
@@ -392,4 +399,5 @@ def _candidates(near: Nearest, fixes, aspect, fix_from, calibration) -> tuple[Ch
 def reread(kb, understood) -> Reread:
     """The `ask` path's reading: the lexicon's, with the nearest examples (see `decide`)."""
     index, calibration = index_for(kb)
-    return decide(understood, nearest(index, understood.text), calibration)
+    implies = {t["fix"]: t.get("implies") or {} for t in kb.lexicon.get("topics", ())}
+    return decide(understood, nearest(index, understood.text), calibration, implies)
