@@ -233,33 +233,30 @@ def cmd_ask(kb, args, lang: str) -> int:
     """
     import json
 
-    from . import ask
+    from . import ask, reading
     from .engine import diagnose, next_question
     from .interview import default_family
-    from .understand import understand
 
     lang = ask.choose_lang(getattr(args, "lang", None), args.text)
     fmt = _format(args, sys.stdout)
     result = read_sources(kb, [args.paste], lang, DEFAULT_MAX_BYTES) if args.paste else None
-    understood = understand(kb, args.text)
+    # a post: its quoted log is read as a paste, its prose as the question (reading.py)
+    post, asking = reading.read_post(kb, args.text)
+    text = post.prose if post.log and post.prose else args.text
+    if result is None and post.log:
+        result = _error_quoted(kb, post.log)
     found_error = bool(result and result.findings)
+    if not found_error and _answer_several(kb, post, asking, lang, fmt):
+        return ExitCode.OK
+    got = reading.read_question(kb, text)  # the lexicon and the nearest examples
+    understood = got.understood
     answer = None if found_error else ask.build_answer(kb, understood, lang)
     if answer is not None:
-        if fmt == "json":
-            data = ask.answer_json(answer, lang, understood)
-            sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
-        else:
-            _print_text(kb, ask.answer_markdown(kb, answer, lang), lang, fmt)
+        _print_answer(kb, answer, got, lang, fmt)
         return ExitCode.OK
     facts = dict(understood.facts)
     if not facts and not found_error:
-        if fmt == "json":
-            data = ask.not_understood_json(kb, lang, understood)
-            sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
-        else:
-            from .i18n import tr
-
-            sys.stdout.write(tr(kb, ask.nothing_understood_key(kb, understood), lang) + "\n")
+        _print_not_understood(kb, got, lang, fmt)
         return ExitCode.NO_ERROR_FOUND
     if not found_error:
         result = _error_quoted(kb, args.text) or result
@@ -281,6 +278,62 @@ def cmd_ask(kb, args, lang: str) -> int:
     _print_text(kb, _understood_block(kb, understood, upcoming, lang), lang, fmt)
     _emit(kb, args, diagnosis, lang, fmt)
     return ExitCode.OK
+
+
+def _print_answer(kb, answer, got, lang: str, fmt: str) -> None:
+    """An answer, after the readings offered when the question was not clear ("did you mean";
+    `candidates` in JSON, empty when it was clear)."""
+    import json
+
+    from . import ask, reading
+
+    if fmt == "json":
+        data = ask.answer_json(answer, lang, got.understood)
+        data["candidates"] = reading.candidates_json(kb, got.candidates, lang)
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    else:
+        choices = reading.choices_markdown(kb, got.candidates, lang)
+        _print_text(kb, choices + ask.answer_markdown(kb, answer, lang), lang, fmt)
+
+
+def _print_not_understood(kb, got, lang: str, fmt: str) -> None:
+    import json
+
+    from . import ask, reading
+    from .i18n import tr
+
+    if fmt == "json":
+        data = ask.not_understood_json(kb, lang, got.understood)
+        data["candidates"] = reading.candidates_json(kb, got.candidates, lang)
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    else:
+        offered = reading.choices_markdown(kb, got.candidates, lang, answered=False)
+        hint = tr(kb, ask.nothing_understood_key(kb, got.understood), lang)
+        sys.stdout.write(offered + hint + "\n")
+
+
+def _answer_several(kb, post, asking, lang: str, fmt: str) -> bool:
+    """A post that asks several questions gets an answer to each (reading.several_answers);
+    False when it asks fewer than two that have answers."""
+    import json
+
+    from . import ask, reading
+    from .i18n import tr
+
+    answers = reading.several_answers(kb, post, asking, lang)
+    if not answers:
+        return False
+    if fmt == "json":
+        data = reading.post_json(answers, lang, kb, ask.answer_json)
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        return True
+    parts = []
+    for number, (question, answer, got) in enumerate(answers, 1):
+        heading = tr(kb, "post_question", lang, number=number, question=question)
+        choices = reading.choices_markdown(kb, got.candidates, lang)
+        parts.append(f"# {heading}\n\n{choices}{ask.answer_markdown(kb, answer, lang)}")
+    _print_text(kb, "\n".join(parts), lang, fmt)
+    return True
 
 
 def _error_quoted(kb, text: str):

@@ -108,17 +108,18 @@ class Interview:
         ("I use Lightning", "actually I freeze after 5 epochs") changes the facts, the later
         word winning over what was said before."""
         from .ask import build_answer
-        from .understand import understand
+        from .reading import read_question
 
-        understood = understand(self.kb, text)
+        got = read_question(self.kb, text)  # the lexicon and the nearest examples
+        understood = got.understood
         # after a report, a statement is a detail for it ("I already set
         # find_unused_parameters=True and still get it" turns the flag on and re-ranks), even
         # where `ask` alone would answer it as a "still fails" question
         answer = (
             build_answer(self.kb, understood, lang, self.facts) if understood.is_question else None
         )
-        if answer is not None:
-            return FollowUp(understood, answer, {})
+        if answer is not None or (understood.is_question and got.candidates):
+            return FollowUp(understood, answer, {}, got.candidates)
         changed = {k: v for k, v in understood.facts.items() if self.facts.get(k) != v}
         self.facts.update(changed)
         self.text_facts.update(changed)
@@ -132,6 +133,16 @@ class FollowUp:
     understood: Any
     answer: Any  # ask.Answer or None
     changed: Mapping[str, Any]
+    # the readings to offer when the question was not clear (retrieve.Choice, the answered
+    # one first); the session asks which one with one keypress
+    candidates: tuple[Any, ...] = ()
+
+    def choose(self, kb, choice, lang: str, facts: Mapping[str, Any]):
+        """The answer to the reading the user picked among `candidates`."""
+        from .ask import build_answer
+        from .reading import choose
+
+        return build_answer(kb, choose(self.understood, choice), lang, facts)
 
 
 def explain_facts(kb, facts: Mapping[str, Any]) -> list[tuple[Any, Any]]:

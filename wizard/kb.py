@@ -30,6 +30,9 @@ LANGS = ("en", "zh")
 RULE_FILES = ("signatures.yaml", "causes.yaml", "fixes.yaml", "questions.yaml", "lexicon.yaml")
 LEXICON_SECTIONS = ("cues", "terms", "readings", "topics", "aspects")  # lexicon.yaml
 MESSAGES_DIR = "messages"
+# examples for the retrieval reader: read only by `ask` (wizard/retrieve.py), on first use,
+# so that no other command pays for them
+EXAMPLES_FILE = "examples.yaml"
 RULES_ENV = "DDP_DOCTOR_RULES"
 
 
@@ -873,4 +876,39 @@ def load(extra_dir: str | os.PathLike | None = None) -> KnowledgeBase:
                 _cache_name([p for d in dirs for p in _rule_paths(d)]), CACHE_FORMAT, raw
             )
             _LOADED[key] = _build(raw)
+        _FOLDERS[id(_LOADED[key])] = key
     return _LOADED[key]
+
+
+_FOLDERS: dict[int, tuple[str, ...]] = {}  # id(knowledge base) -> the rules folders it came from
+
+
+def example_paths(kb: KnowledgeBase) -> list[str]:
+    """The examples files (rules/examples.yaml, then the user's) of a loaded knowledge base."""
+    folders = _FOLDERS.get(id(kb), (_builtin_rules_dir(),))
+    paths = [os.path.join(folder, EXAMPLES_FILE) for folder in folders]
+    return [p for p in paths if os.path.lexists(p)]
+
+
+def example_cache_key(paths: list[str]) -> str:
+    return _cache_key(paths)
+
+
+def load_examples(paths: list[str]) -> dict[str, Any]:
+    """The examples files read (safe_load), each checked against the schema, and merged: the
+    user's lists add to the built-in ones, their `calibration` settings replace its."""
+    from .rules_check import check_rules
+
+    merged: dict[str, Any] = {}
+    for number, path in enumerate(paths):
+        data = _read_yaml(path, trusted=number == 0)
+        problem = check_rules("examples", data)
+        if problem is not None:
+            where, message = problem
+            raise RulesError(path, _line_of(path, where), message)
+        for section, value in (data or {}).items():
+            if isinstance(value, list):
+                merged[section] = [*merged.get(section, []), *value]
+            elif isinstance(value, dict):
+                merged[section] = {**merged.get(section, {}), **value}
+    return _tidy_chinese(merged)

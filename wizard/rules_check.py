@@ -166,7 +166,7 @@ def check_rules(kind: str, data: Any, regexes: list | None = None) -> Problem | 
     return path, _rule_id(data, path) + message
 
 
-_KINDS = ("signatures", "causes", "fixes", "questions", "lexicon", "messages")
+_KINDS = ("signatures", "causes", "fixes", "questions", "lexicon", "messages", "examples")
 
 
 def _check_ids_unique(data: Any) -> Problem | None:

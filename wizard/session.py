@@ -238,6 +238,11 @@ class _Session:
             if not text.strip():
                 return
             outcome = state.follow_up(text, self.lang)
+            if outcome.candidates:  # not clear which entry is asked about: offer the readings
+                try:
+                    outcome = self.did_you_mean(state, outcome)
+                except (_Quit, KeyboardInterrupt, EOFError):
+                    return
             if outcome.answer is not None:
                 from rich.markdown import Markdown
 
@@ -250,6 +255,38 @@ class _Session:
                 self.report(state.diagnose())
             else:
                 self.console.print(self.t("followup_nothing"), style="dim")
+
+    def did_you_mean(self, state: Interview, outcome):
+        """One keypress among the closest readings (reading.py): `1`, `2`, `3` pick at once
+        (Enter on the highlighted one works too); "none of these" answers nothing."""
+        from dataclasses import replace
+
+        import questionary
+        from prompt_toolkit.key_binding import KeyBindings, merge_key_bindings
+
+        from .reading import choice_label
+
+        choices = [
+            questionary.Choice(choice_label(self.kb, c, self.lang), value=n)
+            for n, c in enumerate(outcome.candidates)
+        ]
+        choices.append(questionary.Choice(self.t("choices_none"), value=-1))
+        self.console.print(self.t("choices_heading"), style="bold")
+        select = questionary.select(
+            self.t("choices_prompt"), choices=choices, use_shortcuts=True, **self.io
+        )
+        keys = KeyBindings()
+        for number, choice in enumerate(choices, 1):  # questionary's shortcuts only move
+            keys.add(str(number), eager=True)(
+                lambda event, value=choice.value: event.app.exit(result=value)
+            )
+        app = select.application
+        app.key_bindings = merge_key_bindings([app.key_bindings, keys])
+        picked = _run(select)
+        if picked < 0:
+            return replace(outcome, answer=None, candidates=())
+        answer = outcome.choose(self.kb, outcome.candidates[picked], self.lang, state.facts)
+        return replace(outcome, answer=answer, candidates=())
 
     # -------------------------------------------------------------- pieces
 

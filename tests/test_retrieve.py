@@ -1,0 +1,232 @@
+"""The second reader of `ddp-doctor ask` (rules/examples.yaml, wizard/retrieve.py), "did you
+mean" choices, and posts: a quoted log read as a paste, several questions answered each."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from ddp_doctor import retrieve
+from ddp_doctor.kb import load
+from ddp_doctor.post import split_post
+from helpers import ROOT, cli
+
+KB = load()
+EXAMPLES = yaml.safe_load((ROOT / "rules" / "examples.yaml").read_text(encoding="utf-8"))
+CORPUS = ROOT / "tests" / "fixtures" / "sentences"
+C_LOCALE = {"LANG": "C", "LC_ALL": "", "LANGUAGE": ""}
+
+
+def ask(*args: str, env: dict | None = None):
+    return cli("ask", *args, env={**C_LOCALE, **(env or {})})
+
+
+def _corpus(split: str) -> list[str]:
+    items = []
+    for name, key in (("sentences.yaml", "sentences"), ("questions.yaml", "questions")):
+        data = yaml.safe_load((CORPUS / name).read_text(encoding="utf-8"))[key]
+        items += [item["text"] for item in data if item["split"] == split]
+    return items
+
+
+def _example_texts() -> list[str]:
+    return [text for text, _ in retrieve.examples_of(EXAMPLES)]
+
+
+def test_no_held_out_item_is_among_the_examples():
+    """The held-out halves measure text the reader has not seen: none may be an example; and
+    no phrasing written for the examples may be part of one or hold one whole (case and
+    spacing aside). A `dev` item is an example as written, whatever it quotes."""
+
+    def norm(text):
+        return " ".join(text.lower().split())
+
+    dev = set(map(norm, _corpus("dev")))
+    examples = [norm(t) for t in _example_texts()]
+    written = [e for e in examples if e not in dev]
+    for held_out in map(norm, _corpus("held_out")):
+        assert held_out not in examples, held_out
+        for example in written:
+            assert held_out not in example and example not in held_out, held_out
+
+
+def test_every_dev_item_is_an_example():
+    examples = set(_example_texts())
+    missing = [text for text in _corpus("dev") if text not in examples]
+    assert not missing
+
+
+def test_every_fix_cause_and_family_has_examples_in_both_languages():
+    by_kind: dict[str, set] = {"questions": set(), "causes": set(), "families": set()}
+    for section, key in (("questions", "fix"), ("causes", "cause"), ("families", "family")):
+        for entry in EXAMPLES[section]:
+            assert entry["en"] and entry["zh"], entry
+            by_kind[section].add(entry[key])
+    assert by_kind["questions"] == set(KB.fixes)
+    assert by_kind["causes"] == {c.id for c in KB.causes}
+    assert by_kind["families"] == {f.id for f in KB.families}
+    assert {e["aspect"] for e in EXAMPLES["aspects"]} == set(retrieve.ASPECTS)
+
+
+def test_the_nearest_examples_find_a_question_the_lexicon_has_no_words_for():
+    """No fix name, no lexicon cue: "the point of no_sync" is read from its examples."""
+    data = json.loads(ask("what is the point of no_sync", "--json").out)
+    assert data["kind"] == "answer"
+    assert data["fixes"] == ["no_sync_first_backward"] and data["aspect"] == "why"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I call backward twice per step", "在 __init__ 里定义了一个模块，但是 forward 里没有用到它"],
+)
+def test_a_description_is_still_diagnosed(text):
+    assert json.loads(ask(text, "--json").out)["kind"] == "diagnosis"
+
+
+def test_an_unclear_question_offers_the_closest_readings():
+    """ "Does it slow down training?" names no option: ask offers choices, not an answer."""
+    done = ask("does it slow down training?", "--json")
+    data = json.loads(done.out)
+    assert data["status"] == "not_understood" and done.returncode == 1
+    offered = [(c["fix"], c["aspect"]) for c in data["candidates"]]
+    assert 2 <= len(offered) <= 3
+    assert ("find_unused_parameters", "cost") in offered
+    assert all(c["label"] for c in data["candidates"])
+    text = ask("does it slow down training?", "--format", "markdown").out
+    assert "Not sure which you mean" in text and "1. " in text and "2. " in text
+
+
+def test_a_clear_question_offers_no_choices():
+    data = json.loads(ask("what does find_unused_parameters cost?", "--json").out)
+    assert data["kind"] == "answer" and data["candidates"] == []
+
+
+def test_a_chinese_unclear_question_offers_chinese_choices():
+    data = json.loads(ask("请问 broadcast_buffers 设成 False 有什么用", "--json").out)
+    assert data["fixes"] == ["broadcast_buffers_false"]
+    for candidate in data["candidates"]:
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in candidate["label"])
+
+
+# ---------------------------------------------------------------------------- posts
+
+
+def test_a_post_is_split_into_sentences_and_the_log_it_quotes():
+    post = split_post(
+        "I train a detector with DDP. It crashes:\n"
+        '```\nTraceback (most recent call last):\n  File "train.py", line 3\n```\n'
+        "RuntimeError: Expected to have finished reduction in the prior iteration.\n"
+        "This error indicates that your module has parameters that were not used.\n\n"
+        "1. Is find_unused_parameters=True safe?\n2. 会变慢吗？"
+    )
+    assert post.sentences == (
+        "I train a detector with DDP.",
+        "It crashes:",
+        "Is find_unused_parameters=True safe?",
+        "会变慢吗？",
+    )
+    assert "Traceback" in post.log and "were not used" in post.log
+    assert "I train" not in post.log
+
+
+def test_the_error_quoted_in_a_post_is_diagnosed():
+    log = (ROOT / "tests/fixtures/real/checkpoint_reentrant__info__spawn.txt").read_text()
+    post = f"My job dies like this:\n\n```\n{log}\n```\n\nWhat should I change?"
+    data = json.loads(ask(post, "--json").out)
+    assert data["kind"] == "diagnosis"
+    assert data["family"] == "mark_ready_twice"  # the quoted error, not the usual one
+
+
+def test_several_questions_get_several_answers():
+    post = (
+        "I use DDP.\n1. Does find_unused_parameters=True slow training down?\n"
+        "2. How do I set static_graph in Lightning?"
+    )
+    data = json.loads(ask(post, "--json").out)
+    assert data["kind"] == "answers"
+    got = [(a["fixes"], a["aspect"]) for a in data["answers"]]
+    assert got == [(["find_unused_parameters"], "cost"), (["static_graph"], "framework")]
+    text = ask(post, "--format", "markdown").out
+    assert "Question 1" in text and "Question 2" in text
+
+
+def test_a_post_of_a_thousand_questions_gets_a_few_answers():
+    """A pasted wall of questions is a post, not a batch job: the first ones are answered
+    (at most five), in one JSON document."""
+    asked = [
+        "Is find_unused_parameters=True safe?",
+        "Does static_graph=True cost much?",
+        "How do I set broadcast_buffers=False in Lightning?",
+        "What does use_reentrant=False do?",
+        "Why multiply the unused output by zero?",
+        "What does model.no_sync() do?",
+        "Why sum the losses and call backward once?",
+    ]
+    post = " ".join(asked * 150)  # a thousand questions (one argument holds at most 128 KB)
+    data = json.loads(ask(post, "--json").out)
+    assert data["kind"] == "answers"
+    assert 2 <= len(data["answers"]) <= 5
+    assert [a["question"] for a in data["answers"]] == asked[: len(data["answers"])]
+
+
+# ---------------------------------------------------------------------------- rules
+
+
+def test_a_users_example_naming_an_unknown_fix_is_a_one_line_error(tmp_path):
+    (tmp_path / "examples.yaml").write_text(
+        "questions:\n  - fix: no_such_fix\n    aspect: why\n    en: [a]\n    zh: [甲]\n",
+        encoding="utf-8",
+    )
+    done = ask("what does find_unused_parameters cost?", "--rules", str(tmp_path))
+    assert done.returncode != 0
+    assert "no_such_fix" in done.err and "Traceback" not in done.err
+    assert len(done.err.strip().splitlines()) == 1
+
+
+def test_a_broken_index_cache_is_rebuilt(tmp_path):
+    env = {"XDG_CACHE_HOME": str(tmp_path)}
+    first = json.loads(ask("what is the point of no_sync", "--json", env=env).out)
+    cached = list((tmp_path / "ddp-doctor").glob("examples-*.json"))
+    assert len(cached) == 1
+    cached[0].write_text('{"format": 2, "size": 2, "digest": "x"}\n{}', encoding="utf-8")
+    again = json.loads(ask("what is the point of no_sync", "--json", env=env).out)
+    assert again["fixes"] == first["fixes"] == ["no_sync_first_backward"]
+
+
+# ---------------------------------------------------------------------------- the session
+
+
+def test_the_session_offers_the_readings_and_one_key_picks_one(tmp_path, monkeypatch):
+    """A follow-up that names no option: the session lists the readings; pressing `2` (no
+    Enter) answers the second one."""
+    pytest.importorskip("questionary")
+    import io
+    import re
+
+    from ddp_doctor.reading import read_question
+    from ddp_doctor.session import run_session
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+    from rich.console import Console
+
+    monkeypatch.chdir(tmp_path)
+    question = "does it slow down training?"
+    offered = read_question(KB, question).candidates
+    assert len(offered) >= 2
+    second = KB.fixes[offered[1].fix]
+    # nothing after the `2`: were Enter needed, the input would end inside the choice
+    keys = "\rI call backward twice per step\r\r\rnn" + question + "\r" + "2"
+    out = io.StringIO()
+    console = Console(file=out, width=200, highlight=False, color_system=None)
+    with create_pipe_input() as pipe:
+        pipe.send_text(keys)
+        pipe.close()
+        code = run_session(
+            KB, "en", console=console, prompt_input=pipe, prompt_output=DummyOutput()
+        )
+    screen = re.sub(r"\s+", " ", out.getvalue())
+    assert code == 0
+    after = screen.split("Not sure which you mean", 1)[1]
+    assert second.title.en.replace("`", "") in after.replace("`", "")
+    assert "Traceback" not in screen

@@ -1,0 +1,82 @@
+"""Find the question in a post: its prose sentences apart from the logs and code it quotes.
+
+Real questions are long: a story, a pasted warning or traceback, then "any idea?", or
+"1. ... 2. ...". `ddp-doctor ask` reads the quoted log as a paste (triage) and the prose as
+what the user says and asks. Pure: text in, parts out; no knowledge base (which sentences
+ask is decided with the lexicon's question cues in ask.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+# a line a program printed, not a person: a traceback and its frames, an exception line, a
+# rank or time prefix, a prompt, or indented code
+_LOG_LINE = re.compile(
+    r"^(?:\s*Traceback \(most recent call last\)"
+    r"|\s*File \"[^\"]*\", line \d+"
+    r"|\s*\[(?:rank|default)\d*\]"
+    r"|\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning)\b:?"
+    r"|\s*\d{4}-\d\d-\d\d[ T]\d\d:\d\d"
+    r"|[IWEF]\d{4} \d\d:\d\d"  # glog: W1202 16:11:01
+    r"|\s*(?:/|~/|[A-Za-z]:\\)\S+:\d+"  # /path/file.py:368: UserWarning ...
+    r"|\s*(?:>>>|\$) "
+    r"|(?: {4}|\t)\S"
+    r"|\s*(?:INFO|WARNING|ERROR|DEBUG)\b)"
+)
+_SENTENCE_END = re.compile(r"(?<=[。！？；!?;])|(?<=[.])(?=\s)")
+_ITEM = re.compile(r"^\s*(?:\d{1,2}[.)、]|[-*•])\s+")
+
+
+@dataclass(frozen=True)
+class Post:
+    sentences: tuple[str, ...]  # the prose, a sentence or a list item each, in order
+    log: str  # the lines quoted from programs (tracebacks, warnings, code), joined
+
+    @property
+    def prose(self) -> str:
+        return " ".join(self.sentences)
+
+
+def split_post(text: str) -> Post:
+    """The prose sentences of `text` and the log/code it quotes (see the module doc).
+
+    A fenced block is log; so is a paragraph whose first line a program printed (an error's
+    message continues on its unindented lines), and any single such line in prose."""
+    prose_lines: list[str] = []
+    log_lines: list[str] = []
+    fenced = False
+    in_log = False  # inside a paragraph that began as a log
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+            in_log = False
+            continue
+        if fenced:
+            log_lines.append(line)
+            continue
+        if not line.strip():
+            in_log = False
+            prose_lines.append("")
+            continue
+        if _LOG_LINE.match(line) or in_log:
+            log_lines.append(line)
+            in_log = True
+            continue
+        prose_lines.append(line)
+    sentences: list[str] = []
+    paragraph: list[str] = []
+    for line in [*prose_lines, ""]:
+        if line.strip() and not _ITEM.match(line):
+            paragraph.append(line.strip())
+            continue
+        sentences += _sentences(" ".join(paragraph))
+        paragraph = [_ITEM.sub("", line).strip()] if line.strip() else []
+    return Post(tuple(sentences), "\n".join(log_lines).strip("\n"))
+
+
+def _sentences(paragraph: str) -> list[str]:
+    parts = (part.strip() for part in _SENTENCE_END.split(paragraph))
+    return [part for part in parts if part]
