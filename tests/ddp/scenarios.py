@@ -1090,6 +1090,22 @@ class FrameworkWrapped(nn.Module):
         return self.head(h)
 
 
+class BufferUpdatedInForward(nn.Module):
+    """The model's own in-place buffer update (a running scale, an EMA kept in `forward`):
+    the second forward changes a buffer the first graph saved, with or without DDP."""
+
+    def __init__(self, fixes):
+        super().__init__()
+        self.body = nn.Linear(IN, HID)
+        self.head = nn.Linear(HID, 1)
+        self.register_buffer("scale", torch.ones(HID))
+
+    def forward(self, x):
+        with torch.no_grad():
+            self.scale.mul_(0.9).add_(0.1)  # in place, every forward
+        return self.head(torch.relu(self.body(x) * self.scale))  # saves `scale` for backward
+
+
 # The framework's new default, as the wrapper it builds passes it.
 FRAMEWORK_DEFAULT_OFF = {"find_unused_parameters": False}
 
@@ -1117,6 +1133,14 @@ SCENARIOS.update(
                 batch=real_fake_batch,
                 fixes_to_measure=("", BROADCAST_BUFFERS_FALSE, CONCAT_ONE_FORWARD),
                 description="BatchNorm discriminator: D(real), D(fake), one backward",
+            ),
+            Scenario(
+                "buffer_updated_in_forward",
+                BufferUpdatedInForward,
+                step_real_then_fake,
+                batch=real_fake_batch,
+                fixes_to_measure=("", BROADCAST_BUFFERS_FALSE),
+                description="the model updates a buffer in place in forward; two forwards, one backward",
             ),
             Scenario(
                 "framework_flag_off",

@@ -2,7 +2,8 @@
 and the measurements their `outcomes` rows rest on but do not state (issue 20).
 
 - buffer_inplace (buffer_two_forwards): on torch 2.13 the in-place buffer error does not
-  happen; one forward over the concatenated batch changes the training.
+  happen; one forward over the concatenated batch changes the training. A buffer the model
+  itself updates in place (buffer_updated_in_forward) fails with or without the broadcast.
 - framework_config (framework_flag_off*): the framework's new default stops the job; with
   reentrant checkpointing the flag fails where static_graph works.
 - debug_detail_crash (debug_detail_env): DETAIL in the environment kills the job.
@@ -51,6 +52,17 @@ def test_one_forward_over_the_concatenated_batch_changes_the_training():
     assert harness.params_match(result.params, own)
     outcome, detail = harness.verdict("buffer_two_forwards", "concat_one_forward", result)
     assert outcome == "wrong", detail
+
+
+@pytest.mark.parametrize("fix", [None, "broadcast_buffers_false"])
+def test_a_buffer_the_model_updates_in_place_fails_with_or_without_the_broadcast(fix):
+    """What an in-place error under DDP on torch 2.13 more likely is: the model's own update.
+    broadcast_buffers=False does not help, and one process without DDP fails the same way."""
+    result = harness.submit("buffer_updated_in_forward", fix).result()
+    assert not result.ok
+    assert "modified by an inplace operation" in result.output, result.output[-2000:]
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        harness.reference_params("buffer_updated_in_forward")
 
 
 def test_detail_in_the_environment_kills_the_job_before_its_first_step():
