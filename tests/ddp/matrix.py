@@ -41,7 +41,7 @@ class Bridge:
 BRIDGE = {
     "find_unused_parameters": Bridge(("find_unused_parameters",), ("find_unused_parameters=True",)),
     "static_graph": Bridge(("static_graph",), ("static_graph=True",)),
-    # issue 20 (scen2): the constructor keyword; the debug level the job's environment gets
+    # the constructor keyword; the debug level the job's environment gets (issue 20)
     "broadcast_buffers_false": Bridge(("broadcast_buffers_false",), ("broadcast_buffers=False",)),
     "debug_level_info": Bridge(("debug_level_info",), ("TORCH_DISTRIBUTED_DEBUG=INFO",)),
     "sum_losses_single_backward": Bridge(

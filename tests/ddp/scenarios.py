@@ -989,7 +989,7 @@ def param_snapshot(module: nn.Module) -> dict[str, torch.Tensor]:
 
 
 # ============================================================================
-# Issue 20 (branch scen2): causes that had no measured fix. Kept in one block so it
+# Issue 20: causes that had no measured fix. Kept in one block so it
 # merges apart from other scenario work; it extends the registries above.
 #
 # - buffer_inplace: two forwards through a BatchNorm discriminator before one backward.
