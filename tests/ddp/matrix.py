@@ -41,6 +41,9 @@ class Bridge:
 BRIDGE = {
     "find_unused_parameters": Bridge(("find_unused_parameters",), ("find_unused_parameters=True",)),
     "static_graph": Bridge(("static_graph",), ("static_graph=True",)),
+    # the constructor keyword; the debug level the job's environment gets (issue 20)
+    "broadcast_buffers_false": Bridge(("broadcast_buffers_false",), ("broadcast_buffers=False",)),
+    "debug_level_info": Bridge(("debug_level_info",), ("TORCH_DISTRIBUTED_DEBUG=INFO",)),
     "sum_losses_single_backward": Bridge(
         ("sum_losses_single_backward",), ("loss = loss1 + loss2", "loss.backward()")
     ),
@@ -506,6 +509,16 @@ def offline_advice(case_: Case, tmp: Path) -> dict[str, Advice]:
 
 def conditional_id(entry: dict) -> str:
     return entry.get("id") or entry.get("fix") or ""
+
+
+def conditional_ids(case_: Case, advice: Advice) -> list[str]:
+    """The conditional fixes that speak of this case: a row "if the cause is X" (`when.cause`)
+    speaks of X's jobs only, not of another cause's."""
+    return [
+        conditional_id(entry)
+        for entry in advice.conditional
+        if not (entry.get("when") or {}).get("cause") or entry["when"]["cause"] == case_.cause
+    ]
 
 
 # ---------------------------------------------------------------------------- results

@@ -95,16 +95,24 @@ NOT_COVERED = {
     "framework_config": {
         "en": "its fixes are the DDP flags proved above, spelled for each framework; the "
         "Lightning and HF Trainer spellings of `find_unused_parameters` are run on 2 CPU "
-        "processes in `tests/ddp/test_frameworks.py` when those packages are installed.",
+        "processes in `tests/ddp/test_frameworks.py` when those packages are installed, and "
+        "the scenarios `framework_flag_off` (`_ckpt_reentrant`, `_ckpt_non_reentrant`) measure "
+        "the flag for this cause with DDP's own keyword (its `outcomes` rows).",
         "zh": "它的修复就是上面验证过的 DDP 参数，只是按各框架的写法给出；Lightning 和 HF Trainer 的 "
-        "`find_unused_parameters` 写法在装了这些包时由 `tests/ddp/test_frameworks.py` 用 2 个 CPU 进程实际运行。",
+        "`find_unused_parameters` 写法在装了这些包时由 `tests/ddp/test_frameworks.py` 用 2 个 CPU 进程实际运行；"
+        "场景 `framework_flag_off`（以及 `_ckpt_reentrant`、`_ckpt_non_reentrant`）用 DDP 自己的参数实测了"
+        "这个原因下的这个选项（见它的 `outcomes`）。",
     },
     "buffer_inplace": {
-        "en": "the in-place buffer error did not reproduce on CPU with gloo (BatchNorm in train and "
-        "eval mode, two forwards before one backward, with and without `broadcast_buffers`), so "
-        "`broadcast_buffers_false` is not proved here.",
-        "zh": "在 CPU + gloo 上没能复现 buffer 被原地修改的报错（BatchNorm 训练和 eval 模式、一次 backward 前两次前向、"
-        "开关 `broadcast_buffers` 都试过），所以 `broadcast_buffers_false` 在这里没有得到验证。",
+        "en": "the in-place buffer error does not occur on torch 2.13: DDP runs its forward buffer "
+        "broadcast under `torch.autograd._unsafe_preserve_version_counter`, so two forwards through "
+        "BatchNorm before one backward train without error (scenario `buffer_two_forwards`). "
+        "`broadcast_buffers_false` is measured there to keep the parameters equal to a single-process "
+        "run; that it removes the error of older torch releases is not proved here.",
+        "zh": "torch 2.13 上不会出现 buffer 被原地修改的报错：DDP 在 "
+        "`torch.autograd._unsafe_preserve_version_counter` 里做前向时的 buffer 广播，所以一次 backward "
+        "前让 BatchNorm 做两次前向也能正常训练（场景 `buffer_two_forwards`）。在那里实测了 "
+        "`broadcast_buffers_false` 之后参数仍和单进程结果一致；它能否消除较早 torch 版本上的这个报错，这里没有验证。",
     },
 }
 
@@ -124,19 +132,19 @@ def path_advice(tmp: Path) -> dict[str, dict[str, matrix.Advice]]:
 def shown_fixes(case_: matrix.Case, per_path: dict[str, matrix.Advice]) -> list[str]:
     seen: dict[str, None] = {}
     for advice in per_path.values():
-        for fix_id in (*advice.advised, *map(matrix.conditional_id, advice.conditional)):
+        for fix_id in (*advice.advised, *matrix.conditional_ids(case_, advice)):
             seen[fix_id] = None
         for fix_id in advice.warned:
             seen[fix_id] = None
     return [f for f in seen if f]
 
 
-def mark(advice: matrix.Advice | None, fix_id: str) -> str:
+def mark(case_: matrix.Case, advice: matrix.Advice | None, fix_id: str) -> str:
     if advice is None:
         return "–"
     if fix_id in advice.advised:
         return MARK["advised"]
-    if fix_id in map(matrix.conditional_id, advice.conditional):
+    if fix_id in matrix.conditional_ids(case_, advice):
         return MARK["conditional"]
     if fix_id in advice.warned:
         return MARK["warned"]
@@ -170,7 +178,7 @@ def render(measured: dict, table: dict) -> str:
         for case_ in matrix.CASES:
             per_path = table[case_.name]
             for fix_id in shown_fixes(case_, per_path):
-                marks = [mark(per_path.get(p), fix_id) for p in DOC_PATHS]
+                marks = [mark(case_, per_path.get(p), fix_id) for p in DOC_PATHS]
                 result = result_cell(measured, case_, fix_id, lang)
                 text += f"| {case_.name} | `{fix_id}` | " + " | ".join(marks)
                 text += f" | {result} |\n"

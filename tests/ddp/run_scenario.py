@@ -156,6 +156,13 @@ def under_torchrun() -> bool:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    # what the scenario's job runs with before any fix (e.g. a debug level in the
+    # environment): set before the ranks import torch.distributed, which reads it
+    env, debug_api = sc.job_environment(args.scenario, sc.parse_fixes(args.fix))
+    os.environ.update(env)
+    args.debug_api = args.debug_api or debug_api
+    if env and under_torchrun():
+        dist.set_debug_level_from_env()  # the ranks already imported it: read it again
     if under_torchrun():
         train(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args)
         return

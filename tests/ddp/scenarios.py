@@ -101,6 +101,8 @@ def ddp_kwargs(fixes: frozenset[str], base: dict | None = None) -> dict:
         kwargs["static_graph"] = True
     if DISABLE_FIND_UNUSED in fixes:
         kwargs["find_unused_parameters"] = False  # fix: the flag was never needed
+    if BROADCAST_BUFFERS_FALSE in fixes:
+        kwargs["broadcast_buffers"] = False  # fix: as printed (deprecated name in 2.13)
     return kwargs
 
 
@@ -984,3 +986,193 @@ def make_optimizer(scenario: Scenario, module: nn.Module) -> torch.optim.Optimiz
 
 def param_snapshot(module: nn.Module) -> dict[str, torch.Tensor]:
     return {name: p.detach().clone() for name, p in module.named_parameters()}
+
+
+# ============================================================================
+# Issue 20: causes that had no measured fix. Kept in one block so it
+# merges apart from other scenario work; it extends the registries above.
+#
+# - buffer_inplace: two forwards through a BatchNorm discriminator before one backward.
+#   On torch 2.13 DDP's forward buffer broadcast runs inside
+#   torch.autograd._unsafe_preserve_version_counter, so this no longer fails there; the
+#   scenarios record that, and what broadcast_buffers=False and the one-forward
+#   alternative do to the parameters.
+# - framework_config: a framework builds DDP with its new default
+#   find_unused_parameters=False for a model that trained under the old default True.
+# - debug_detail_crash: TORCH_DISTRIBUTED_DEBUG=DETAIL in the job's environment.
+# ============================================================================
+
+BROADCAST_BUFFERS_FALSE = "broadcast_buffers_false"
+# Not a rules fix: the alternative the broadcast_buffers_false snippet used to print,
+# one forward over torch.cat([real, fake]) split afterwards.
+CONCAT_ONE_FORWARD = "concat_one_forward"
+DEBUG_LEVEL_INFO = "debug_level_info"
+# Not a rules fix: DETAIL set from inside the script after init_process_group (the
+# comment in the debug_level_info snippet), the environment variable unset.
+DETAIL_AFTER_INIT = "detail_after_init"
+
+FIX_IDS = (
+    *FIX_IDS,
+    BROADCAST_BUFFERS_FALSE,
+    CONCAT_ONE_FORWARD,
+    DEBUG_LEVEL_INFO,
+    DETAIL_AFTER_INIT,
+)
+# All four mean the math the user wrote (two separate batches through BatchNorm; the
+# same training with another debug level): their reference is the unfixed code's.
+MATH_NEUTRAL = MATH_NEUTRAL | {
+    BROADCAST_BUFFERS_FALSE,
+    CONCAT_ONE_FORWARD,
+    DEBUG_LEVEL_INFO,
+    DETAIL_AFTER_INIT,
+}
+
+
+class BatchNormDiscriminator(nn.Module):
+    """A GAN discriminator with BatchNorm: running statistics are buffers DDP broadcasts
+    from rank 0 at the start of every forward (broadcast_buffers=True, the default)."""
+
+    def __init__(self, fixes):
+        super().__init__()
+        self.body = nn.Linear(IN, HID)
+        self.norm = nn.BatchNorm1d(HID)
+        self.head = nn.Linear(HID, 1)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.norm(self.body(x))))
+
+
+def real_fake_batch(rank: int, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(1000 * step + rank)
+    real = torch.randn(BATCH, IN, generator=gen)
+    fake = 0.5 * torch.randn(BATCH, IN, generator=gen) + 1.0  # other statistics than real
+    return real, fake
+
+
+def step_real_then_fake(model, batch, step, rank, fixes, scale):
+    """Discriminator step: D(real), then D(fake), then one backward over both losses."""
+    real, fake = batch
+    if CONCAT_ONE_FORWARD in fixes:
+        out = model(torch.cat([real, fake]))  # one forward: BatchNorm sees both batches
+        d_real, d_fake = out.split([real.size(0), fake.size(0)])
+    else:
+        d_real = model(real)  # first forward (saves tensors for backward) ...
+        d_fake = model(fake)  # ... second forward before the backward
+    loss = F.softplus(-d_real).mean() + F.softplus(d_fake).mean()
+    (loss * scale).backward()
+    return loss.item()
+
+
+class FrameworkWrapped(nn.Module):
+    """What a framework wraps for you: `unused` is never called, so the model trained
+    under the old default find_unused_parameters=True and stops under the new False.
+    `checkpointing` puts the middle block under torch.utils.checkpoint, as the HF Trainer's
+    gradient_checkpointing=True does (and then the Trainer turns the flag off itself)."""
+
+    def __init__(self, fixes, checkpointing: str | None = None):
+        super().__init__()
+        self.body = nn.Linear(IN, HID)
+        self.block = nn.Linear(HID, HID)
+        self.head = nn.Linear(HID, OUT)
+        self.unused = nn.Linear(HID, OUT)
+        self.checkpointing = checkpointing  # None, "reentrant" or "non_reentrant"
+
+    def _block(self, h):
+        return torch.relu(self.block(h))
+
+    def forward(self, x):
+        h = torch.relu(self.body(x))
+        if self.checkpointing is None:
+            h = self._block(h)
+        else:
+            reentrant = self.checkpointing == "reentrant"
+            h = checkpoint(self._block, h, use_reentrant=reentrant)
+        return self.head(h)
+
+
+class BufferUpdatedInForward(nn.Module):
+    """The model's own in-place buffer update (a running scale, an EMA kept in `forward`):
+    the second forward changes a buffer the first graph saved, with or without DDP."""
+
+    def __init__(self, fixes):
+        super().__init__()
+        self.body = nn.Linear(IN, HID)
+        self.head = nn.Linear(HID, 1)
+        self.register_buffer("scale", torch.ones(HID))
+
+    def forward(self, x):
+        with torch.no_grad():
+            self.scale.mul_(0.9).add_(0.1)  # in place, every forward
+        return self.head(torch.relu(self.body(x) * self.scale))  # saves `scale` for backward
+
+
+# The framework's new default, as the wrapper it builds passes it.
+FRAMEWORK_DEFAULT_OFF = {"find_unused_parameters": False}
+
+
+def job_environment(name: str, fixes: frozenset[str]) -> tuple[dict, str | None]:
+    """(environment variables, debug level set by API after init) a scenario's job runs
+    with, before any fix; run_scenario.py applies them before the ranks start."""
+    if name != "debug_detail_env":
+        return {}, None
+    if DEBUG_LEVEL_INFO in fixes:
+        return {"TORCH_DISTRIBUTED_DEBUG": "INFO"}, None  # fix: INFO in the environment
+    if DETAIL_AFTER_INIT in fixes:
+        return {"TORCH_DISTRIBUTED_DEBUG": "OFF"}, "DETAIL"  # DETAIL only after init
+    return {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}, None  # the bug: DETAIL before start
+
+
+SCENARIOS.update(
+    {
+        s.name: s
+        for s in (
+            Scenario(
+                "buffer_two_forwards",
+                BatchNormDiscriminator,
+                step_real_then_fake,
+                batch=real_fake_batch,
+                fixes_to_measure=("", BROADCAST_BUFFERS_FALSE, CONCAT_ONE_FORWARD),
+                description="BatchNorm discriminator: D(real), D(fake), one backward",
+            ),
+            Scenario(
+                "buffer_updated_in_forward",
+                BufferUpdatedInForward,
+                step_real_then_fake,
+                batch=real_fake_batch,
+                fixes_to_measure=("", BROADCAST_BUFFERS_FALSE),
+                description="the model updates a buffer in place in forward; two forwards, one backward",
+            ),
+            Scenario(
+                "framework_flag_off",
+                FrameworkWrapped,
+                step_single_output,
+                base_ddp_kwargs=FRAMEWORK_DEFAULT_OFF,
+                fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH, f"{STATIC_GRAPH}+{FIND_UNUSED}"),
+                description="a framework's new default find_unused_parameters=False, a module never called",
+            ),
+            Scenario(
+                "framework_flag_off_ckpt_reentrant",
+                lambda fixes: FrameworkWrapped(fixes, checkpointing="reentrant"),
+                step_single_output,
+                base_ddp_kwargs=FRAMEWORK_DEFAULT_OFF,
+                fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH),
+                description="framework_flag_off with a block under checkpoint(use_reentrant=True)",
+            ),
+            Scenario(
+                "framework_flag_off_ckpt_non_reentrant",
+                lambda fixes: FrameworkWrapped(fixes, checkpointing="non_reentrant"),
+                step_single_output,
+                base_ddp_kwargs=FRAMEWORK_DEFAULT_OFF,
+                fixes_to_measure=("", FIND_UNUSED),
+                description="framework_flag_off with a block under checkpoint(use_reentrant=False)",
+            ),
+            Scenario(
+                "debug_detail_env",
+                Clean,
+                step_single_output,
+                fixes_to_measure=("", DEBUG_LEVEL_INFO, DETAIL_AFTER_INIT),
+                description="TORCH_DISTRIBUTED_DEBUG=DETAIL in the environment, nothing unused",
+            ),
+        )
+    }
+)

@@ -84,7 +84,7 @@ def advice(request, tmp_path_factory) -> dict:
     table = {c.name: matrix.offline_advice(c, tmp) for c in cases}
     for c in cases:
         for per in table[c.name].values():
-            for fix_id in {*per.advised, *per.warned, *map(matrix.conditional_id, per.conditional)}:
+            for fix_id in {*per.advised, *per.warned, *matrix.conditional_ids(c, per)}:
                 for scenario, applied in matrix.fix_jobs(c, fix_id):
                     if implemented(scenario, applied):
                         harness.submit(scenario, applied)
