@@ -701,7 +701,7 @@ def session_sample(outcomes: list[Outcome], count: int, workdir: str) -> list[st
         lines.append(
             f"- {run.case.id}: `--answers` asked {run.asked or 'nothing'}; the session asked "
             f"{asked or 'nothing'} — {verdict}"
-            + ("" if len(asked) <= len(run.asked) else " (it goes on after the fix)")
+            + ("" if len(asked) <= len(run.asked) else " (it asks on where `--answers` stopped)")
             + f"; its report's first fix: {first_fix or 'none'}"
             + f" (`--answers`: {', '.join(run.fixes) or 'none'})"
         )
