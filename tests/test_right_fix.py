@@ -1,0 +1,71 @@
+"""The right-fix benchmark (bench/right_fix.py, issue 20) on the real DDP fixtures and the causes'
+interview cases: a truthful user, answering every question the reports ask from the truth table
+of the case's cause (bench/truths.yaml, written from tests/ddp/measured.json), must never be
+advised a fix measured to fail for that cause, and must reach a right fix often enough.
+
+Everything runs through the installed command line, as a user would (about 250 short runs)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("right_fix", ROOT / "bench" / "right_fix.py")
+right_fix = importlib.util.module_from_spec(_spec)
+sys.modules["right_fix"] = right_fix  # its dataclasses look their module up by name
+_spec.loader.exec_module(right_fix)
+
+# The share of these cases that reach a right fix within 3 answers may not fall below this.
+# Measured on main 46027a5 (2026-12-04): 32 of 54 (23/41 fixtures, 9/13 interview cases).
+# Raise it as the engine improves (issue 20 asks for 90%).
+FLOOR_WITHIN_3 = 0.59
+
+# Cases advised a failing fix on main 46027a5: a loss built from tensors `forward` does not
+# return (a hook, a custom output object) answers the questions as an ignored output does, and
+# is advised find_unused_parameters (error) or static_graph (wrong). Each is a bug: remove a case
+# from this set when it is fixed; a case not in it that gets failing advice fails the test.
+KNOWN_WRONG = {
+    "loss_from_hooked_features__nodebug__spawn",
+    "unused_output_in_object__nodebug__spawn",
+    "unused_output_in_object.find_unused_parameters__info__spawn",
+    "unused_output_in_object.find_unused_parameters__nodebug__spawn",
+}
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("right-fix"))
+    truths = right_fix.load_truths()
+    return right_fix.run_all(right_fix.quick_cases(truths, workdir), truths, workdir)
+
+
+def test_no_failing_fix_is_advised_to_a_truthful_user(outcomes):
+    wrong = {o.case.id: [r.wrong for r in o.runs] for o in outcomes if o.wrong}
+    new = {case: fixes for case, fixes in wrong.items() if case not in KNOWN_WRONG}
+    assert not new, f"advised a fix measured to fail for the case's cause: {new}"
+
+
+def test_truthful_users_reach_a_right_fix_within_three_answers(outcomes):
+    figures = right_fix.figures(outcomes)
+    share = figures.within[3] / figures.n
+    misses = [o.case.id for o in outcomes if o.reached_at is None or o.reached_at > 3]
+    assert share >= FLOOR_WITHIN_3, f"{figures.within[3]}/{figures.n} reached; missed: {misses}"
+
+
+def test_every_real_fixture_has_a_truth_table():
+    """A new fixture in tests/fixtures/real needs its cause and variant in bench/truths.yaml."""
+    truths = right_fix.load_truths()
+    mapped = {case.id for case in right_fix.fixture_cases(truths)}
+    fixtures = {path.stem for path in (ROOT / "tests" / "fixtures" / "real").glob("*.txt")}
+    assert fixtures - mapped == set()
+
+
+def test_the_truth_tables_agree_with_the_measurements():
+    """No fix is `right` where tests/ddp/measured.json has it fail, nor `failing` where every
+    measurement has it work."""
+    report = right_fix.check_tables(right_fix.load_truths())
+    assert report[1:] == [], report
