@@ -353,7 +353,7 @@ def cmd_questions(kb, args, lang: str) -> int:
 
 
 def cmd_answers(kb, args, lang: str) -> int:
-    from .answers import apply_answers, load_answers
+    from .answers import apply_answers, load_answers, modules_in_answers
     from .engine import diagnose
     from .interview import Interview
 
@@ -362,7 +362,9 @@ def cmd_answers(kb, args, lang: str) -> int:
         _check_save_target(args.save, [args.answers, args.paste])
     result = read_sources(kb, [args.paste], lang, DEFAULT_MAX_BYTES) if args.paste else None
     start = Interview.start(kb, result)
-    facts = apply_answers(kb, start.facts, answers, start.modules)
+    # nothing pasted: the modules the answers name (a session's answers without its paste)
+    modules = start.modules if result is not None else modules_in_answers(kb, answers)
+    facts = apply_answers(kb, start.facts, answers, modules)
     diagnosis = diagnose(kb, result, facts, answers)
     fmt = _format(args, sys.stdout)
     _emit(kb, args, diagnosis, lang, fmt)
