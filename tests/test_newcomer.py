@@ -1,0 +1,71 @@
+"""What a newcomer meets on the command line (issue 22, items 18, 19, 20, 21, 23): the
+commands as a new user types them, in English and Chinese."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers import cli
+
+C_LOCALE = {"LANG": "C", "LC_ALL": "", "LANGUAGE": ""}
+EXAMPLE = "examples/torchrun-unused-module.log"
+
+
+# ---------------------------------------------------------------------------- item 18
+
+
+@pytest.mark.parametrize(
+    ("words", "fix"),
+    [
+        ("what does find_unused_parameters cost", "find_unused_parameters"),
+        ("static_graph 有什么代价", "static_graph"),
+    ],
+)
+def test_ask_takes_unquoted_words_as_the_sentence(words, fix):
+    unquoted = cli("ask", *words.split(), "--json", env=C_LOCALE)
+    assert unquoted.returncode == 0, unquoted.err
+    quoted = cli("ask", words, "--json", env=C_LOCALE)
+    assert json.loads(unquoted.out) == json.loads(quoted.out)
+    assert json.loads(unquoted.out)["fixes"] == [fix]
+
+
+# ---------------------------------------------------------------------------- item 23
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("written", [["--save", "x.md"], ["--answers", "x.md"], ["--save=x.md"]])
+def test_an_interview_option_after_the_command_is_explained_as_before_it(lang, written):
+    name = written[0].split("=")[0]
+    after = cli("--lang", lang, "triage", EXAMPLE, *written)
+    before = cli("--lang", lang, name, "x.md", "triage", EXAMPLE)
+    assert after.returncode == before.returncode == 2
+    last = after.err.strip().splitlines()[-1]
+    assert last == before.err.strip().splitlines()[-1]
+    assert name in last and "`triage`" in last
+
+
+def test_an_unknown_option_after_the_command_is_still_refused():
+    done = cli("triage", EXAMPLE, "--bogus", env=C_LOCALE)
+    assert done.returncode == 2
+    assert "unrecognized arguments: --bogus" in done.err
+
+
+SAFE = {
+    "en": ("is it safe to just set find_unused_parameters=True?", "is it safe?", "Safe"),
+    "zh": ("直接设置 find_unused_parameters=True 安全吗？", "安全吗？", "安全"),
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_safety_question_leads_with_the_answer(lang):
+    question, heading, verdict = SAFE[lang]
+    done = cli("ask", question, "--format", "markdown", "--lang", lang, env=C_LOCALE)
+    assert done.returncode == 0, done.err
+    lines = [line for line in done.out.splitlines() if line.strip()]
+    # the first part is the verdict, and its first line says where the flag is safe
+    assert lines[1].startswith("## ") and lines[1].endswith(heading), lines[:3]
+    assert verdict in lines[2]
+    assert not lines[2].lstrip("- ").startswith(("Not here", "这里不"))
+    # every measured failure is still told, after the verdict
+    assert "multitask_missing_loss" in done.out
