@@ -22,7 +22,8 @@ from prompt_toolkit.output import DummyOutput  # noqa: E402
 from rich.console import Console  # noqa: E402
 
 KB = load()
-ENTER, CTRL_C, CTRL_D = "\r", "\x03", "\x04"
+ENTER, CTRL_C, CTRL_D, DOWN = "\r", "\x03", "\x04", "\x1b[B"
+FIRST = DOWN + ENTER  # a select points at nothing until the user moves: the first option
 CLI = Path(sys.executable).with_name("ddp-doctor")
 
 
@@ -45,8 +46,8 @@ def drive(keys: str, lang: str) -> tuple[int, str]:
 
 # no paste; a description; the two tailoring questions (first option); do not save
 # describe, two selects, no full report, no save
-TO_THE_REPORT_EN = ENTER + "I call backward twice per step" + ENTER + ENTER + ENTER + "nn"
-TO_THE_REPORT_ZH = ENTER + "每个 step 调用了两次 backward" + ENTER + ENTER + ENTER + "nn"
+TO_THE_REPORT_EN = ENTER + "I call backward twice per step" + ENTER + FIRST + FIRST + "nn"
+TO_THE_REPORT_ZH = ENTER + "每个 step 调用了两次 backward" + ENTER + FIRST + FIRST + "nn"
 
 
 def test_a_question_then_a_detail_then_an_empty_line():
@@ -111,9 +112,9 @@ def test_pty_follow_up_question():
     child.expect("Describe")
     child.send("I call backward twice per step" + ENTER)
     child.expect(r"Enter\)")
-    child.send(ENTER)
+    child.send(FIRST)
     child.expect(r"Enter\)")
-    child.send(ENTER)
+    child.send(FIRST)
     child.expect("full report")
     child.send("n")
     child.expect("Markdown")

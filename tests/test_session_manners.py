@@ -7,14 +7,35 @@ installed `ddp-doctor` under a pseudo-terminal (pexpect) where the terminal's ow
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from test_session import CLI, ROOT, drive, honest_script, paste
+from ddp_doctor.session import run_session
+from ddp_doctor.wrap import text_width
+from prompt_toolkit.data_structures import Size
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output.vt100 import Vt100_Output
+from rich.console import Console
+from test_session import (
+    CLI,
+    DOWN,
+    ENTER,
+    KB,
+    ROOT,
+    drive,
+    finish,
+    honest_script,
+    paste,
+    spawn,
+    triage_text,
+    wait_for_paste_prompt,
+)
 
 EXAMPLE = ROOT / "examples" / "torchrun-unused-module.log"
 
@@ -62,3 +83,88 @@ def test_the_same_diagnosis_command_works_as_printed_after_declining_to_save(tmp
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["causes"][0]["id"] == "unused_module"
+
+
+# ---------------------------------------------------------------------------- item 12
+
+
+def questions_after(text: str, first_value_index: int):
+    """The first question after this paste, and how many follow when it is answered with
+    its option at `first_value_index` and every later one with its first option."""
+    from ddp_doctor import engine
+
+    result = triage_text(KB, text)
+    facts, answered = dict(result.facts), []
+    first = None
+    while asked := engine.next_question(KB, facts, answered, result.unused_modules, len(answered)):
+        index = first_value_index if first is None else 0
+        first = first or asked
+        facts = engine.apply_answer(facts, asked, asked.options[index].value)
+        answered.append(asked.key)
+    return first, len(answered) - 1
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_pty_a_stray_enter_answers_no_question(lang, tmp_path):
+    """The Enter copied or pressed after a paste is not an answer, nor is an Enter pressed
+    before moving: the first question is answered only by what the user chose."""
+    text = EXAMPLE.read_text(encoding="utf-8")
+    asked, later = questions_after(text, 1)
+    child = spawn("--lang", lang, width=200, cwd=tmp_path)
+    wait_for_paste_prompt(child, {"en": "Paste the error", "zh": "把报错粘贴进来"}[lang])
+    child.send(paste(text) + ENTER)  # the paste (ending in a newline) and a stray Enter
+    hint = KB.messages["session_select_hint"].get(lang)
+    child.expect_exact(hint)
+    child.send(ENTER)  # Enter before choosing: nothing is answered, the hint says so
+    child.expect_exact({"en": "nothing is chosen", "zh": "还没有选择"}[lang])
+    child.send(DOWN + DOWN + ENTER)  # the second option
+    for _ in range(later):
+        child.expect_exact(hint)
+        child.send(DOWN + ENTER)
+    child.expect({"en": "full report", "zh": "完整报告"}[lang])
+    child.send("n")
+    child.expect({"en": "Markdown", "zh": "保存成 Markdown"}[lang])
+    child.send("n")
+    child.expect({"en": "leaves", "zh": "直接按回车退出"}[lang])
+    child.send(ENTER)
+    code, screen = finish(child)
+    assert code == 0, screen[-2000:]
+    command = printed_command(screen)
+    assert f"{asked.key}: {asked.options[1].value}" in command, command
+
+
+# ---------------------------------------------------------------------------- item 14
+
+ANSI_ALL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-B]|\x1b[=>]")
+
+
+def answered_echo(keys: str, lang: str, width: int) -> tuple[str, list[str]]:
+    """The question's last frame as a `width`-column terminal shows it: the question and its
+    echoed answer, one string per screen line."""
+    buffer = io.StringIO()
+    output = Vt100_Output(buffer, lambda: Size(rows=40, columns=width), term="xterm")
+    with create_pipe_input() as pipe:
+        pipe.send_text(keys)
+        pipe.close()
+        console = Console(file=io.StringIO(), width=width, color_system=None)
+        run_session(KB, lang, console=console, prompt_input=pipe, prompt_output=output)
+    # the first question's last frame, up to the second question (where Ctrl-C leaves)
+    frame = "1. " + ANSI_ALL.sub("", buffer.getvalue()).split("1. ")[-1].split("2. ")[0]
+    return frame, frame.split("\r\n")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_long_question_and_its_answer_wrap_on_words_at_80_columns(lang):
+    step = KB.question("step_pattern")
+    longest = max(range(len(step.options)), key=lambda i: len(step.options[i].label.get(lang)))
+    keys = ENTER + ENTER + DOWN * (longest + 1) + ENTER + "\x03"  # no paste, no description
+    frame, lines = answered_echo(keys, lang, 80)
+    question, answer = step.text.get(lang), step.options[longest].label.get(lang)
+    lines = [line.rstrip() for line in lines if line.strip()]
+    assert len(lines) > 1  # it does not fit on one line at 80 columns
+    assert all(text_width(line) <= 80 for line in lines), lines
+    joined = " ".join(lines) if lang == "en" else "".join(lines)
+    expected = f"1. {question} {answer}"
+    if lang == "zh":  # a break between Chinese characters drops nothing; spaces may go
+        joined, expected = joined.replace(" ", ""), expected.replace(" ", "")
+    assert joined == expected, lines  # no character lost, and for English no word cut

@@ -333,8 +333,17 @@ class _Session:
     def ask_text(self, message: str, default: str = "") -> str:
         import questionary
 
+        message = self.wrapped(message, "›")
         question = questionary.text(message, default=default, qmark="›", **self.io)
         return _run(question)
+
+    def wrapped(self, message: str, qmark: str) -> str:
+        """A prompt's message broken on words at the console's width (after its mark and a
+        space), so the terminal never cuts a word at its edge; the answer is typed after it."""
+        from .wrap import wrap
+
+        lines = wrap(f"{qmark} {message}", max(self.console.width - 1, 20))
+        return "\n".join(lines)[len(qmark) + 1 :]
 
     def ask_confirm(self, message: str, default: bool) -> bool:
         from .confirm import ConfirmWords, confirm_question
@@ -358,7 +367,10 @@ class _Session:
                 _fill(question.help.get(self.lang), asked.fields), style="dim", markup=False
             )
         if question.kind == "text":
+            text = self.wrapped(text, f"{number}.")
             return _run(questionary.text(text, qmark=f"{number}.", **self.io))
+        from .choose import SelectWords, select_question
+
         choices = [
             questionary.Choice(_fill(o.label.get(self.lang), asked.fields), value=o.value)
             for o in question.options
@@ -368,15 +380,8 @@ class _Session:
                 questionary.Separator(" "),
                 questionary.Choice(self.t("session_back"), _BACK),
             ]
-        select = questionary.select(
-            text,
-            choices=choices,
-            default=choices[0],
-            qmark=f"{number}.",
-            instruction=self.t("session_select_hint"),
-            **self.io,
-        )
-        return _run(select)
+        words = SelectWords(self.t("session_select_hint"), self.t("session_select_nudge"))
+        return _run(select_question(text, choices, f"{number}.", words, **self.io))
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -417,6 +422,7 @@ def _run(question) -> Any:
 
     app = question.application
     app.key_bindings = merge_key_bindings([app.key_bindings, extra])
+    _discard_typed_ahead(app.input)
     try:
         answer = question.unsafe_ask()
     except (KeyboardInterrupt, EOFError):
@@ -424,6 +430,34 @@ def _run(question) -> Any:
     if answer is None:
         raise _Quit
     return answer
+
+
+def _discard_typed_ahead(prompt_input) -> None:
+    """Forget keys typed before a question was on the screen (issue 22, item 12).
+
+    Copying an error from a terminal usually takes the empty line after it; that Enter, or
+    one pressed to "finish" a paste that was already done, must not answer a question the
+    user has not seen. Keys wait in two places: prompt_toolkit's own typeahead (read with
+    the last prompt's input) and the terminal's input queue. Only a real terminal is
+    flushed: a pipe's keys (the tests' scripts) are the answers themselves.
+    """
+    import os
+
+    try:
+        fd = prompt_input.fileno()
+        if not os.isatty(fd):
+            return
+        import termios
+
+        from prompt_toolkit.input.typeahead import clear_typeahead
+
+        clear_typeahead(prompt_input)
+        try:
+            termios.tcflush(fd, termios.TCIFLUSH)
+        except termios.error:
+            return
+    except (ImportError, OSError, ValueError, NotImplementedError, AttributeError):
+        return  # no terminal to flush (Windows, a closed stream): nothing typed ahead either
 
 
 def _fill(template: str, fields: Mapping[str, str]) -> str:
