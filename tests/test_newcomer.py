@@ -4,6 +4,7 @@ commands as a new user types them, in English and Chinese."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from helpers import cli
@@ -69,3 +70,26 @@ def test_a_safety_question_leads_with_the_answer(lang):
     assert not lines[2].lstrip("- ").startswith(("Not here", "这里不"))
     # every measured failure is still told, after the verdict
     assert "multitask_missing_loss" in done.out
+
+
+# ---------------------------------------------------------------------------- item 22
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_assembled_rows_name_a_question_by_its_short_label(lang):
+    """'如果选“…”，且“<the whole question>”的回答是…' reads as a translation: a row names the
+    question by a few words (its `short`), never by its whole text."""
+    from ddp_doctor.kb import load
+
+    kb = load()
+    assert all(q.short is not None for q in kb.questions)
+    done = cli("--lang", lang, "triage", EXAMPLE, "--json")
+    rows = json.loads(done.out)["conditional_fixes"]
+    joined = [row["when"]["text"] for row in rows if len(row["when"]["answers"]) > 1]
+    assert joined, "the example has rows that depend on two answers"
+    for text in joined:
+        for question in kb.questions:
+            words = max(re.split(r"\{\w+\}", question.text.get(lang)), key=len)[:12]
+            assert words not in text, text
+    shorts = [q.short.get(lang) for q in kb.questions]
+    assert all(any(short in text for short in shorts) for text in joined)
