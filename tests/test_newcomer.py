@@ -93,3 +93,25 @@ def test_assembled_rows_name_a_question_by_its_short_label(lang):
             assert words not in text, text
     shorts = [q.short.get(lang) for q in kb.questions]
     assert all(any(short in text for short in shorts) for text in joined)
+
+
+# ---------------------------------------------------------------------------- item 20
+
+
+@pytest.mark.parametrize(
+    ("lang", "question"),
+    [
+        ("en", "how do I set this in pytorch lightning"),
+        ("zh", "pytorch lightning 里这个选项怎么设置"),
+    ],
+)
+def test_how_to_set_it_in_lightning_gets_the_setting(lang, question):
+    done = cli("ask", question, "--json", "--lang", lang, env=C_LOCALE)
+    assert done.returncode == 0, done.err
+    data = json.loads(done.out)
+    assert data["kind"] == "answer" and data["aspect"] == "framework"
+    assert data["framework"] == "lightning"
+    code = data["parts"][0]["code"]
+    assert 'strategy="ddp_find_unused_parameters_true"' in code
+    text = cli("ask", question, "--format", "markdown", "--lang", lang, env=C_LOCALE).out
+    assert len(text.splitlines()) < 25  # the setting, not a whole diagnosis

@@ -247,7 +247,9 @@ class _Session:
                 for line in understood_lines(self.kb, outcome.understood, self.lang):
                     self.console.print("  " + line, style="dim", markup=False)
                 self.console.print(self.t("followup_updated"), style="bold")
-                self.report(state.diagnose())
+                diagnosis = state.diagnose()
+                self.report(diagnosis)
+                self.save(state, diagnosis, None)  # the updated report is worth keeping too
             else:
                 self.console.print(self.t("followup_nothing"), style="dim")
 
