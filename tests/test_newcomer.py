@@ -115,3 +115,23 @@ def test_how_to_set_it_in_lightning_gets_the_setting(lang, question):
     assert 'strategy="ddp_find_unused_parameters_true"' in code
     text = cli("ask", question, "--format", "markdown", "--lang", lang, env=C_LOCALE).out
     assert len(text.splitlines()) < 25  # the setting, not a whole diagnosis
+
+
+# ---------------------------------------------------------------------------- item 19
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("command", ["", "triage", "ask", "questions", "run", "probe"])
+def test_help_fits_80_columns_by_display_width(lang, command):
+    from ddp_doctor.wrap import text_width
+
+    done = cli("--lang", lang, *([command] if command else []), "--help", env={"COLUMNS": "80"})
+    assert done.returncode == 0, done.err
+    lines = done.out.splitlines()
+    assert max(text_width(line) for line in lines) <= 80, done.out
+    # usage continuation lines start under the program name, after the (wide) prefix
+    usage = [line for line in lines[:6] if line.strip()]
+    if len(usage) > 1 and usage[1].startswith(" "):
+        prog = f"ddp-doctor {command}".strip()
+        column = text_width(usage[0].split("ddp-doctor")[0]) + len(prog) + 1
+        assert len(usage[1]) - len(usage[1].lstrip()) == column, usage[:2]

@@ -168,3 +168,36 @@ def test_a_long_question_and_its_answer_wrap_on_words_at_80_columns(lang):
     if lang == "zh":  # a break between Chinese characters drops nothing; spaces may go
         joined, expected = joined.replace(" ", ""), expected.replace(" ", "")
     assert joined == expected, lines  # no character lost, and for English no word cut
+
+
+# ---------------------------------------------------------------------------- item 19
+
+
+def test_a_chinese_follow_up_answer_wraps_by_display_width():
+    """The session's answer to a follow-up wraps as `ask` does: between Chinese characters,
+    each line filling the width, none past it (it wrapped only at spaces: ragged lines)."""
+    keys = (
+        ENTER
+        + "每个 step 调用了两次 backward"
+        + ENTER
+        + DOWN
+        + ENTER
+        + DOWN
+        + ENTER
+        + "nn"
+        + "find_unused_parameters 有什么代价？"
+        + ENTER
+        + ENTER
+    )
+    code, screen = drive(keys, "zh", width=80)
+    assert code == 0, screen[-1500:]
+    answer = screen[screen.rfind("回答") :]
+    # rich pads a line with spaces to the width: what the eye sees ends at the last character
+    paragraphs = [[line.rstrip() for line in p.splitlines()] for p in answer.split("\n\n")]
+    paragraphs = [p for p in paragraphs if any(p)]
+    long = [p for p in paragraphs if len(p) > 1]
+    assert long, answer  # the `why` text takes several lines at 80 columns
+    for lines in paragraphs:
+        assert all(text_width(line) <= 80 for line in lines), lines
+    for lines in long:  # every line but a paragraph's last fills the width
+        assert all(text_width(line) >= 76 for line in lines[:-1]), lines

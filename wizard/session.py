@@ -239,9 +239,11 @@ class _Session:
                 return
             outcome = state.follow_up(text, self.lang)
             if outcome.answer is not None:
-                from rich.markdown import Markdown
+                from .render import print_markdown
 
-                self.console.print(Markdown(answer_markdown(self.kb, outcome.answer, self.lang)))
+                # as `ask` prints it: Chinese wraps by display width, between characters
+                text = answer_markdown(self.kb, outcome.answer, self.lang)
+                print_markdown(self.kb, text, self.lang, self.console)
             elif outcome.changed:
                 self.console.print(tr(self.kb, "ask_understood", self.lang), style="green")
                 for line in understood_lines(self.kb, outcome.understood, self.lang):
