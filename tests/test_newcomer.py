@@ -135,3 +135,25 @@ def test_help_fits_80_columns_by_display_width(lang, command):
         prog = f"ddp-doctor {command}".strip()
         column = text_width(usage[0].split("ddp-doctor")[0]) + len(prog) + 1
         assert len(usage[1]) - len(usage[1].lstrip()) == column, usage[:2]
+
+
+# ---------------------------------------------------------------------------- item 21
+
+
+def test_freeze_then_unfreeze_takes_the_same_path_in_both_languages():
+    """The sentence holds the direction ("then unfreeze it" / "之后再解冻"): neither language
+    asks "freeze, unfreeze or both?" again, and both reach the same diagnosis."""
+    said = {
+        "en": "I freeze the backbone for the first 2 epochs then unfreeze it",
+        "zh": "我前 2 个 epoch 冻结 backbone，之后再解冻",
+    }
+    seen = {}
+    for lang, sentence in said.items():
+        done = cli("ask", sentence, "--json", env=C_LOCALE)
+        assert done.returncode == 0, done.err
+        data = json.loads(done.out)
+        assert data["facts"]["requires_grad_direction"] == "unfreeze", data["understood"]
+        upcoming = data["next_question"]
+        assert upcoming is None or upcoming["id"] != "requires_grad_direction"
+        seen[lang] = (data["facts"], upcoming and upcoming["id"], [c["id"] for c in data["causes"]])
+    assert seen["en"] == seen["zh"]
