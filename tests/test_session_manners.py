@@ -201,3 +201,38 @@ def test_a_chinese_follow_up_answer_wraps_by_display_width():
         assert all(text_width(line) <= 80 for line in lines), lines
     for lines in long:  # every line but a paragraph's last fills the width
         assert all(text_width(line) >= 76 for line in lines[:-1]), lines
+
+
+# ---------------------------------------------------------------------------- item 13
+
+UNBRACKETED = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 40, in <module>\n'
+    "    out = model(x)\n"
+    "RuntimeError: Expected to have finished reduction in the prior iteration before starting "
+    "a new one. This error indicates that your module has parameters that were not used in "
+    "producing loss.\n"
+    "\n"
+    "Parameters which did not receive grad for rank 0: aux_head.bias, aux_head.weight\n"
+)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_pty_a_paste_without_bracket_marks_keeps_its_blank_lines(lang, tmp_path):
+    """`tmux paste-buffer`, ssh, some terminals: the paste arrives as typed keys, a blank
+    line inside it as a bare Enter. The lines after it arrive within milliseconds and belong
+    to the paste; the Enter typed after it (a human's pause later) ends it."""
+    child = spawn("--lang", lang, width=200, cwd=tmp_path)
+    wait_for_paste_prompt(child, {"en": "Paste the error", "zh": "把报错粘贴进来"}[lang])
+    child.send(UNBRACKETED.replace("\n", "\r"))  # one write, no bracket marks
+    child.expect_exact("aux_head.weight")  # echoed as it arrives
+    child.send(ENTER)  # the user's own empty line ends the paste
+    found = {"en": "Found:", "zh": "识别到"}[lang]
+    child.expect_exact(found)
+    child.expect_exact(KB.messages["session_select_hint"].get(lang))
+    child.sendcontrol("c")
+    code, screen = finish(child)
+    assert code == 130
+    after = screen.split(found, 1)[1]
+    names = KB.messages["session_found_names"].get(lang).split("{")[0].strip()
+    assert names in after and "aux_head.bias, aux_head.weight" in after, after[:600]
