@@ -11,6 +11,9 @@ Input conventions (documented in the README):
   first empty line. Ctrl-D after some lines ends the paste too; Ctrl-D (EOF) with nothing
   pasted, like Ctrl-C at any prompt, leaves the session with exit code 130.
 - Every select offers "back" once something was answered: it undoes the last answer.
+- No select has an answer chosen in advance (`choose.py`), and keys typed before a question
+  is on the screen are discarded: a stray Enter never answers. Without bracket marks, a
+  blank line with more input arriving within milliseconds is inside a paste.
 """
 
 from __future__ import annotations
