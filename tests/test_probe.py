@@ -260,7 +260,7 @@ def test_rendering_in_both_languages():
     assert "Never called" not in english
     chinese = report.render("zh")
     assert "aux_head.weight" in chinese and "始终没有梯度" in chinese
-    assert "`forward` 中调用了，但损失没有用到它们的输出：aux_head" in chinese
+    assert "`forward` 中调用了，但 loss 没有用到它们的输出：aux_head" in chinese
     uncalled = probe(pm.make_unused_module).render("en")
     assert "Never called in `forward`: " in uncalled and "Called in" not in uncalled
     assert "Traceback" not in english + chinese

@@ -216,7 +216,9 @@ def test_the_session_offers_the_readings_and_one_key_picks_one(tmp_path, monkeyp
     assert len(offered) >= 2
     second = KB.fixes[offered[1].fix]
     # nothing after the `2`: were Enter needed, the input would end inside the choice
-    keys = "\rI call backward twice per step\r\r\rnn" + question + "\r" + "2"
+    # each question answered with its first option (↓ then Enter: nothing is pre-selected)
+    first = "\x1b[B\r"
+    keys = "\rI call backward twice per step\r" + first + first + "nn" + question + "\r" + "2"
     out = io.StringIO()
     console = Console(file=out, width=200, highlight=False, color_system=None)
     with create_pipe_input() as pipe:

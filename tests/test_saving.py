@@ -62,11 +62,12 @@ def to_the_save_prompt(child, lang: str, with_paste: bool = False) -> None:
 
 
 def answer_until(child, stop: str, lang: str = "en") -> None:
-    """Enter on every question, no to the full report, until `stop` is on the screen."""
+    """The first option of every question, no to the full report, until `stop` is on the
+    screen (a select points at nothing until ↓ is pressed)."""
     while True:
         seen = child.expect_exact([SELECT_HINT[lang], MORE_PROMPT[lang], stop])
         if seen == 0:
-            child.send("\r")
+            child.send("\x1b[B\r")
             continue
         if seen == 1:  # the last prompt before saving; its echo must not be matched again
             child.send("n")

@@ -33,7 +33,7 @@ KB = load()
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).resolve().parent.parent
 CLI = Path(sys.executable).with_name("ddp-doctor")
-ENTER, DOWN, CTRL_C, CTRL_D, CTRL_U = "\r", "\x1b[B", "\x03", "\x04", "\x15"
+ENTER, DOWN, UP, CTRL_C, CTRL_D, CTRL_U = "\r", "\x1b[B", "\x1b[A", "\x03", "\x04", "\x15"
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-B]|\x1b[=>]")
 
 
@@ -84,6 +84,15 @@ def option_index(question_id: str, value: str) -> int:
     return [o.value for o in KB.question(question_id).options].index(value)
 
 
+def choose(index: int) -> str:
+    """The keys that answer a select with its option at `index`: nothing is pointed at until
+    the user moves, so the first ↓ points at the first option (Enter alone answers nothing)."""
+    return DOWN * (index + 1) + ENTER
+
+
+FIRST = choose(0)
+
+
 # ---------------------------------------------------------------------------- in-process
 
 
@@ -94,10 +103,8 @@ def test_english_path_without_a_paste_describe_answer_save(tmp_path):
         + "my loss only uses the first output of forward"
         + ENTER
         # an ignored output may be a task head whose loss is left out: asked before any fix
-        + DOWN * option_index("multitask", "no")
-        + ENTER
-        + DOWN * option_index("framework", "lightning")
-        + ENTER
+        + choose(option_index("multitask", "no"))
+        + choose(option_index("framework", "lightning"))
         + "y"  # the full report
         + "y"  # save
         + CTRL_U
@@ -155,7 +162,7 @@ def honest_script(text: str, truths: dict):
             ),
             engine.UNSURE,
         )
-        script.append((asked, DOWN * option_index(asked.question.id, value) + ENTER))
+        script.append((asked, choose(option_index(asked.question.id, value))))
         facts = engine.apply_answer(facts, asked, value)
         answered.append(asked.key)
     assert len(script) <= 4
@@ -184,16 +191,16 @@ def test_back_undoes_the_last_answer():
     keys = (
         ENTER
         + ENTER  # no paste, no description
-        + DOWN * option_index("step_pattern", "backward_many")
-        + ENTER
-        # the next question: move past its options onto "back"
+        + choose(option_index("step_pattern", "backward_many"))
+        # the next question: ↑ first points at its last entry, "back"
     )
     facts = engine.apply_answer(
         {"family": "unfinished_reduction"}, engine.AskedQuestion(step, step.id), "backward_many"
     )
     second = engine.next_question(KB, facts, [step.id], (), 1)
-    keys += DOWN * len(second.options) + ENTER
-    keys += DOWN * option_index("step_pattern", "freezing") + ENTER
+    assert second is not None
+    keys += UP + ENTER
+    keys += choose(option_index("step_pattern", "freezing"))
     # whatever follows (freeze or unfreeze, framework ...): the first option; no more, no save
     facts = engine.apply_answer(
         {"family": "unfinished_reduction"}, engine.AskedQuestion(step, step.id), "freezing"
@@ -202,7 +209,7 @@ def test_back_undoes_the_last_answer():
     while asked := engine.next_question(KB, facts, answered, (), len(answered)):
         facts = engine.apply_answer(facts, asked, asked.options[0].value)
         answered.append(asked.key)
-        keys += ENTER
+        keys += FIRST
     keys += "nn"
     code, screen = drive(keys, "en")
     assert code == 0, screen
@@ -216,7 +223,8 @@ def test_back_undoes_the_last_answer():
 @pytest.mark.parametrize("key", [CTRL_C, CTRL_D], ids=["ctrl-c", "ctrl-d"])
 @pytest.mark.parametrize("where", ["paste", "select", "save"])
 def test_ctrl_c_and_ctrl_d_leave_with_130(key, where):
-    before = {"paste": "", "select": ENTER + ENTER, "save": ENTER + ENTER + ENTER * 4}[where]
+    # a confirm ignores ↓ and takes Enter as its default, so FIRST answers either kind
+    before = {"paste": "", "select": ENTER + ENTER, "save": ENTER + ENTER + FIRST * 4}[where]
     code, screen = drive(before + key, "zh")
     assert code == 130
     assert "已退出" in screen
@@ -268,7 +276,7 @@ def test_a_paste_that_is_no_ddp_error_is_not_diagnosed_as_one(lang):
         assert re.sub(r"[\s`]", "", family.title.get(lang)) in joined
     assert "assume" not in screen and "Likely" not in screen and "最可能" not in screen
     # or describe the problem instead
-    keys = paste(oom) + "y" + "two backward calls per step" + ENTER + ENTER * 3 + "nn"
+    keys = paste(oom) + "y" + "two backward calls per step" + ENTER + FIRST * 3 + "nn"
     code, screen = drive(keys, lang)
     assert {"en": "Most likely:", "zh": "最可能的原因："}[lang] in screen
 
@@ -276,7 +284,7 @@ def test_a_paste_that_is_no_ddp_error_is_not_diagnosed_as_one(lang):
 def test_a_narrow_console_still_renders_the_report():
     code, screen = drive(
         # describe, then Enter on the two selects (backward layout, framework), then no save
-        ENTER + "two backward calls per step" + ENTER + ENTER + ENTER + "n" + "n",
+        ENTER + "two backward calls per step" + ENTER + FIRST + FIRST + "n" + "n",
         "en",
         width=40,
     )
@@ -391,9 +399,9 @@ def test_pty_forty_columns():
     child.expect("Describe")
     child.send("I call backward twice per step" + ENTER)
     child.expect(r"Enter\)")  # do the backward() calls share one forward?
-    child.send(ENTER)
+    child.send(FIRST)
     child.expect(r"Enter\)")  # framework
-    child.send(ENTER)
+    child.send(FIRST)
     child.expect("full report")
     child.send("y")
     child.expect("Markdown")

@@ -22,7 +22,8 @@ from prompt_toolkit.output import DummyOutput  # noqa: E402
 from rich.console import Console  # noqa: E402
 
 KB = load()
-ENTER, CTRL_C, CTRL_D = "\r", "\x03", "\x04"
+ENTER, CTRL_C, CTRL_D, DOWN = "\r", "\x03", "\x04", "\x1b[B"
+FIRST = DOWN + ENTER  # a select points at nothing until the user moves: the first option
 CLI = Path(sys.executable).with_name("ddp-doctor")
 
 
@@ -45,8 +46,9 @@ def drive(keys: str, lang: str) -> tuple[int, str]:
 
 # no paste; a description; the two tailoring questions (first option); do not save
 # describe, two selects, no full report, no save
-TO_THE_REPORT_EN = ENTER + "I call backward twice per step" + ENTER + ENTER + ENTER + "nn"
-TO_THE_REPORT_ZH = ENTER + "每个 step 调用了两次 backward" + ENTER + ENTER + ENTER + "nn"
+TO_THE_REPORT_EN = ENTER + "I call backward twice per step" + ENTER + FIRST + FIRST + "nn"
+TO_THE_REPORT_ZH = ENTER + "每个 step 调用了两次 backward" + ENTER + FIRST + FIRST + "nn"
+AFTER_UPDATE = "nn"  # an updated report: not the full one, not saved
 
 
 def test_a_question_then_a_detail_then_an_empty_line():
@@ -56,6 +58,7 @@ def test_a_question_then_a_detail_then_an_empty_line():
         + ENTER
         + "I also freeze the encoder after 5 epochs"
         + ENTER
+        + AFTER_UPDATE
         + ENTER
     )
     code, screen = drive(keys, "en")
@@ -73,7 +76,7 @@ def test_a_question_then_a_detail_then_an_empty_line():
 
 
 def test_chinese_follow_up_detail():
-    keys = TO_THE_REPORT_ZH + "其实我用的是 Lightning" + ENTER + ENTER
+    keys = TO_THE_REPORT_ZH + "其实我用的是 Lightning" + ENTER + AFTER_UPDATE + ENTER
     code, screen = drive(keys, "zh")
     assert code == 0, screen[-1500:]
     after = screen.split("可能的原因", 1)[1]
@@ -111,9 +114,9 @@ def test_pty_follow_up_question():
     child.expect("Describe")
     child.send("I call backward twice per step" + ENTER)
     child.expect(r"Enter\)")
-    child.send(ENTER)
+    child.send(FIRST)
     child.expect(r"Enter\)")
-    child.send(ENTER)
+    child.send(FIRST)
     child.expect("full report")
     child.send("n")
     child.expect("Markdown")
@@ -133,9 +136,42 @@ def test_a_still_fails_statement_after_the_report_is_a_detail_that_re_ranks():
         TO_THE_REPORT_EN
         + "I already set find_unused_parameters=True and still get the same error"
         + ENTER
+        + AFTER_UPDATE
         + ENTER
     )
     code, screen = drive(keys, "en")
     assert code == 0, screen[-1500:]
     after = screen.split("Most likely:", 1)[1]
     assert "Updated report:" in after  # the flag is now known to be on: the report changes
+
+
+@pytest.mark.parametrize(
+    ("lang", "detail"), [("en", "I use Lightning"), ("zh", "其实我用的是 PyTorch Lightning")]
+)
+def test_after_i_use_lightning_the_first_fix_is_lightning_code_and_can_be_saved(
+    lang, detail, tmp_path
+):
+    """Issue 22, item 20: two backward calls, then "I use Lightning": the first fix is the
+    Lightning spelling (one loss returned from `training_step`, or `manual_backward`), and
+    the updated report is offered for saving."""
+    report = tmp_path / "updated.md"
+    keys = (
+        (TO_THE_REPORT_EN if lang == "en" else TO_THE_REPORT_ZH)
+        + detail
+        + ENTER
+        + "n"  # not the full report
+        + "y"  # save the updated one
+        + "\x15"  # clear the default name
+        + str(report)
+        + ENTER
+        + ENTER
+    )
+    code, screen = drive(keys, lang)
+    assert code == 0, screen[-1500:]
+    updated = screen.split({"en": "Updated report:", "zh": "更新后的报告："}[lang], 1)[1]
+    first_fix = updated.split({"en": "Fix 1", "zh": "修复方案 1"}[lang], 1)[1][:1200]
+    assert "def training_step(self, batch, batch_idx):" in first_fix
+    assert "return loss1 + loss2" in first_fix and "self.manual_backward(" in first_fix
+    assert "DistributedDataParallel(" not in first_fix
+    saved = report.read_text(encoding="utf-8")
+    assert "return loss1 + loss2" in saved

@@ -65,13 +65,30 @@ def problems(en: str, zh: str) -> list[str]:
         found.append("no space between Chinese and Latin text")
     if re.search(rf" [{FULL_PUNCT}]|[{FULL_PUNCT}] ", zh):
         found.append("space next to full-width punctuation")
+    found += avoided_terms(en, zh)
     if "轮" in zh and "epoch" not in en.lower():
         found.append("轮 is for epochs only (step/迭代)")
     if "任务" in zh and "task" not in en.lower():
         found.append("任务 is for the tasks of multi-task training only (训练进程)")
     if "参数" in zh and not re.search(r"parameter|param|weight", en, re.I):
         found.append("参数 is for model parameters only (选项/开关)")
+    return found + _internal_ids(prose)
+
+
+def avoided_terms(en: str, zh: str) -> list[str]:
+    """The glossary's "avoid" column: words that stand for a concept it spells otherwise.
+    Checked in prose and in the comments and strings of code snippets alike."""
+    found = []
+    if "损失" in zh:
+        found.append("损失: loss is written loss (one word per report)")
+    if "平均" in zh and not re.search(r"\bmean\b|\.mean\(", en):
+        found.append("平均 for the reduction: use 梯度同步（all-reduce）")
+    if re.search(r"(其他|对端|各|每个|某个|有)进程", zh):
+        found.append("进程 for a rank: use rank (训练进程 is the job)")
+    if "分支" in zh and "branch" not in en.lower():
+        found.append("分支 is for if/else control flow only (a head is a head)")
     for word, why in (
+        ("autograd 图", "计算图"),
         ("归约", "梯度同步（all-reduce）"),
         ("下标", "参数索引"),
         ("标记为 ready", "标记为就绪"),
@@ -85,14 +102,45 @@ def problems(en: str, zh: str) -> list[str]:
     ):
         if word in zh:
             found.append(f"{word}: use {why}")
-    if re.search(r"(?<![-\w.])[a-z]+_[a-z_]+\b(?!=)", prose):
-        found.append("an internal id outside code")
     return found
+
+
+def _internal_ids(prose: str) -> list[str]:
+    if re.search(r"(?<![-\w.])[a-z]+_[a-z_]+\b(?!=)", prose):
+        return ["an internal id outside code"]
+    return []
+
+
+# causes.yaml is edited by another branch; its two texts that break the glossary are to be
+# fixed there (issue 22, item 22): 平均 → 梯度同步, autograd 图 → 计算图. Listed, so that the
+# rest of rules/ is held to the glossary now; the test below fails once they are fixed, and
+# then this set goes.
+PENDING = {
+    "causes.yaml:causes.6.explanation": ["平均 for the reduction: use 梯度同步（all-reduce）"],
+    "causes.yaml:causes.10.explanation": ["autograd 图: use 计算图"],
+}
 
 
 @pytest.mark.parametrize(("name", "text"), PROSE, ids=[n for n, _ in PROSE])
 def test_chinese_prose_follows_the_glossary(name, text):
-    assert problems(text["en"], text["zh"]) == []
+    assert problems(text["en"], text["zh"]) == PENDING.get(name, [])
+
+
+@pytest.mark.parametrize(("name", "text"), SNIPPETS, ids=[n for n, _ in SNIPPETS])
+def test_chinese_snippets_use_the_glossary_terms(name, text):
+    """Comments and strings inside zh code are read as Chinese too (`# aux 分支` for a head)."""
+    assert avoided_terms(text["en"], text["zh"]) == []
+
+
+def test_the_glossary_terms_are_caught():
+    assert avoided_terms("x", "多任务损失")
+    assert avoided_terms("averaged across ranks", "梯度在各 rank 之间平均")
+    assert not avoided_terms("the mean of the losses", "各个 loss 的平均值")
+    assert avoided_terms("x", "遍历整张 autograd 图")
+    assert avoided_terms("the head is not trained", "这个分支不会被训练")
+    assert not avoided_terms("a branch skipped on some steps", "某个分支在部分 step 被跳过")
+    assert avoided_terms("one rank waits for the others", "某个进程一直等不到其他进程")
+    assert not avoided_terms("the job", "训练进程退出了")
 
 
 @pytest.mark.parametrize(("name", "text"), SNIPPETS, ids=[n for n, _ in SNIPPETS])

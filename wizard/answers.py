@@ -89,6 +89,22 @@ def apply_answers(kb, facts: Mapping[str, Any], answers: Mapping[str, str], modu
     return facts
 
 
+def modules_in_answers(kb, answers: Mapping[str, str]) -> tuple[str, ...]:
+    """The module names per-module answers speak of (`revealed_module:aux_head`).
+
+    Without a paste nothing names the modules, yet the answers file of a session does; the
+    names are taken from it, so the command printed after a session works as printed (issue
+    22, item 17). A key whose question is not per-module names no module.
+    """
+    per_module = {q.id for q in kb.questions if q.for_each is not None}
+    names: list[str] = []
+    for key in answers:
+        question, colon, module = str(key).partition(":")
+        if colon and question in per_module and module and module not in names:
+            names.append(module)
+    return tuple(names)
+
+
 def answers_for_file(kb, text_facts: Mapping[str, Any], given: Mapping[str, str]) -> dict:
     """The answers that reproduce a session with `--answers`.
 

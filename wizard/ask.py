@@ -84,8 +84,12 @@ def build_answer(
         if aspect == "cost":
             parts += _texts(kb, fix, lang, title, ("cost", "why"))
         elif aspect == "safe":
-            parts += _texts(kb, fix, lang, title, ("warning", "cost"))
-            parts += _outcomes(kb, fix, lang)
+            verdict = _safety_verdict(kb, fix, lang)
+            if verdict is not None:  # the answer first, then its price and the failures
+                parts += [verdict, *_texts(kb, fix, lang, title, ("cost",))]
+                parts += _outcomes(kb, fix, lang, failures_only=True)
+            else:
+                parts += _texts(kb, fix, lang, title, ("warning", "cost"))
         elif aspect == "framework":
             parts += _snippet(kb, fix, lang, framework, facts)
         elif aspect == "still_fails":
@@ -126,6 +130,39 @@ def _texts(kb, fix, lang: str, title: str, fields: tuple[str, ...]) -> list[Part
         body = fill_quietly(text.get(lang), {"said": tr(kb, "said_if", lang)})
         parts.append(Part(heading, body, source, fix_id=fix.id))
     return parts
+
+
+def _safety_verdict(kb, fix, lang: str) -> Part | None:
+    """ "Is it safe?" answered in a few lines from the measured outcomes: the causes it
+    works for, those it trains wrongly for (no error), those it still fails for. None when
+    the fix has no measurements."""
+    from .i18n import tr
+
+    results: dict[str, set[str]] = {}
+    for outcome in fix.outcomes:
+        if kb.cause(outcome.cause) is not None:
+            results.setdefault(outcome.cause, set()).add(outcome.result)
+    if not results:
+        return None
+    separator = tr(kb, "list_separator", lang)
+
+    def titles(wanted) -> str:
+        return separator.join(
+            kb.cause(c).title.get(lang) for c, found in results.items() if wanted(found)
+        )
+
+    lines = []
+    for key, wanted in (
+        ("answer_safe_works", lambda found: found == {"works"}),
+        ("answer_safe_depends", lambda found: "works" in found and len(found) > 1),
+        ("answer_safe_wrong", lambda found: "works" not in found and "wrong" in found),
+        ("answer_safe_error", lambda found: found == {"error"}),
+    ):
+        if causes := titles(wanted):
+            lines.append(tr(kb, key, lang, causes=causes))
+    heading = tr(kb, "answer_safe_heading", lang, title=fix.title.get(lang))
+    source = f"fixes.yaml › {fix.id} › outcomes"
+    return Part(heading, "\n".join(lines), source, fix_id=fix.id, measured=True)
 
 
 def _outcomes(kb, fix, lang: str, failures_only: bool = False) -> list[Part]:

@@ -110,7 +110,8 @@ def _triage_options(triage: argparse.ArgumentParser, texts: Texts) -> None:
 
 
 def _ask_options(ask: argparse.ArgumentParser) -> None:
-    ask.add_argument("text", help="cli_help_ask_text")
+    # the words of the sentence, quoted or not (`ask what does find_unused_parameters cost`)
+    ask.add_argument("text", nargs="+", help="cli_help_ask_text")
     ask.add_argument(
         "--paste", metavar="FILE", help="cli_help_ask_paste", default=argparse.SUPPRESS
     )
@@ -140,17 +141,35 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     # a command line that starts with its command parses the same with that sub-parser alone
     only = argv[0] if argv and argv[0] in COMMANDS else None
     parser = build_parser(Texts(lang_from_argv(argv)), only)
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
     if args.command is not None:
+        # an interview option after the command lands in `extras`: the same explanation as
+        # one before it (`triage FILE --save X` and `--save X triage FILE`)
         for name in SESSION_OPTIONS:
             if name == "paste" and args.command == "ask":
                 continue
-            if getattr(args, name) is not None:
+            if getattr(args, name) is not None or _names_option(extras, name):
                 option = f"--{name}"
                 parser.error(
                     parser.texts("cli_err_session_option", option=option, command=args.command)
                 )
+        if args.command == "ask":
+            args.text = " ".join(args.text)
+    if extras:
+        message = parser.texts.translate_argparse("unrecognized arguments: %s")
+        parser.error(message % " ".join(extras))
     return args
+
+
+def _names_option(extras: Sequence[str], name: str) -> bool:
+    """One of the unparsed words is `--name`, `--name=X` or a prefix argparse would take."""
+    for word in extras:
+        if word == "--":
+            return False
+        given = word.partition("=")[0]
+        if len(given) > 3 and f"--{name}".startswith(given):
+            return True
+    return False
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -406,7 +425,7 @@ def cmd_questions(kb, args, lang: str) -> int:
 
 
 def cmd_answers(kb, args, lang: str) -> int:
-    from .answers import apply_answers, load_answers
+    from .answers import apply_answers, load_answers, modules_in_answers
     from .engine import diagnose
     from .interview import Interview
 
@@ -415,7 +434,9 @@ def cmd_answers(kb, args, lang: str) -> int:
         _check_save_target(args.save, [args.answers, args.paste])
     result = read_sources(kb, [args.paste], lang, DEFAULT_MAX_BYTES) if args.paste else None
     start = Interview.start(kb, result)
-    facts = apply_answers(kb, start.facts, answers, start.modules)
+    # nothing pasted: the modules the answers name (a session's answers without its paste)
+    modules = start.modules if result is not None else modules_in_answers(kb, answers)
+    facts = apply_answers(kb, start.facts, answers, modules)
     diagnosis = diagnose(kb, result, facts, answers)
     fmt = _format(args, sys.stdout)
     _emit(kb, args, diagnosis, lang, fmt)

@@ -131,6 +131,31 @@ class HelpFormatter(argparse.HelpFormatter):
     def add_text(self, text: str | None) -> None:
         super().add_text(self._translate(text))
 
+    # argparse wraps with `textwrap`, which counts characters: a Chinese character takes two
+    # terminal columns, so its lines ran past the terminal. These wrap by display width.
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        from .wrap import wrap
+
+        return wrap(self._whitespace_matcher.sub(" ", text).strip(), width)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        from .wrap import wrap
+
+        lines = wrap(self._whitespace_matcher.sub(" ", text).strip(), width - len(indent))
+        return "\n".join(indent + line for line in lines)
+
+    def _format_usage(self, usage, actions, groups, prefix) -> str:
+        # argparse lays the usage out by the prefix's length in characters; a wide prefix
+        # ("用法：", 6 columns in 3 characters) stands in as as many columns of placeholder,
+        # so the first line fits and the next ones line up under the program name
+        from .wrap import text_width
+
+        said = self.texts.translate_argparse("usage: ") if prefix is None else prefix
+        stand_in = "u" * text_width(said)
+        text = super()._format_usage(usage, actions, groups, stand_in)
+        return said + text[len(stand_in) :] if text.startswith(stand_in) else text
+
 
 def _terminal_width() -> int:
     """What `shutil.get_terminal_size().columns` says: $COLUMNS, the terminal, else 80."""

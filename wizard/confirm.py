@@ -23,11 +23,14 @@ class ConfirmWords:
 def confirm_question(message: str, default: bool, words: ConfirmWords, qmark: str, **io: Any):
     """A questionary Question (so the session's `_run` handles Ctrl-C / Ctrl-D alike)."""
     from prompt_toolkit import PromptSession
+    from prompt_toolkit.application import get_app
     from prompt_toolkit.formatted_text import to_formatted_text
     from prompt_toolkit.key_binding import KeyBindings
     from prompt_toolkit.keys import Keys
     from questionary.question import Question
     from questionary.styles import merge_styles_default
+
+    from .wrap import wrap_fragments
 
     status: dict[str, Any] = {"answer": None, "complete": False}
 
@@ -38,7 +41,8 @@ def confirm_question(message: str, default: bool, words: ConfirmWords, qmark: st
             parts.append(("class:instruction", f"{hint} "))
         if status["answer"] is not None:
             parts.append(("class:answer", words.yes if status["answer"] else words.no))
-        return to_formatted_text(parts)
+        # broken on words at the terminal's width, never cut mid-word by the terminal
+        return to_formatted_text(wrap_fragments(parts, get_app().output.get_size().columns))
 
     def finish(event, answer: bool) -> None:
         status["answer"], status["complete"] = answer, True

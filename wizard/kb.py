@@ -192,6 +192,9 @@ class Question:
     for_each: str | None
     limit: int
     options: tuple[Option, ...]
+    # a few words naming what the question asks about ("the framework", "框架"), used where
+    # a sentence is assembled around an answer instead of the whole question (optional)
+    short: Text | None = None
 
 
 @record
@@ -805,6 +808,7 @@ def _question(raw: dict[str, Any]) -> Question:
         for_each=raw.get("for_each"),
         limit=int(raw.get("limit", 1)),
         options=tuple(_option(o) for o in raw.get("options", [])),
+        short=_text(raw.get("short")),
     )
 
 

@@ -197,6 +197,18 @@ def question_text(asked: AskedQuestion, lang: str) -> str:
         return template
 
 
+def _answer_clause(kb: KnowledgeBase, answered, lang: str) -> str:
+    """ "“Lightning” for the framework": the question's short label where it has one (the
+    whole question inside a sentence reads as a translation), else the question itself."""
+    short = answered.asked.question.short
+    answer = answered.option.label.get(lang)
+    if short is None:
+        question = question_text(answered.asked, lang)
+        return tr(kb, "conditional_answer", lang, question=question, answer=answer)
+    label = fill_quietly(short.get(lang), answered.asked.fields)
+    return tr(kb, "conditional_answer_short", lang, short=label, answer=answer)
+
+
 def conditional_view(
     kb: KnowledgeBase, row: ConditionalFix, diagnosis: Diagnosis, lang: str
 ) -> ConditionalView:
@@ -217,16 +229,7 @@ def conditional_view(
     # the first question is shown above the table: its answer alone is enough there
     first = row.answers[0]
     parts = [tr(kb, "conditional_first_answer", lang, answer=first.option.label.get(lang))]
-    parts += [
-        tr(
-            kb,
-            "conditional_answer",
-            lang,
-            question=question_text(a.asked, lang),
-            answer=a.option.label.get(lang),
-        )
-        for a in row.answers[1:]
-    ]
+    parts += [_answer_clause(kb, a, lang) for a in row.answers[1:]]
     condition = tr(kb, "conditional_and", lang).join(parts)
     return ConditionalView(
         fix=view,

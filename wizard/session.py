@@ -11,6 +11,9 @@ Input conventions (documented in the README):
   first empty line. Ctrl-D after some lines ends the paste too; Ctrl-D (EOF) with nothing
   pasted, like Ctrl-C at any prompt, leaves the session with exit code 130.
 - Every select offers "back" once something was answered: it undoes the last answer.
+- No select has an answer chosen in advance (`choose.py`), and keys typed before a question
+  is on the screen are discarded: a stray Enter never answers. Without bracket marks, a
+  blank line with more input arriving within milliseconds is inside a paste.
 """
 
 from __future__ import annotations
@@ -244,15 +247,19 @@ class _Session:
                 except (_Quit, KeyboardInterrupt, EOFError):
                     return
             if outcome.answer is not None:
-                from rich.markdown import Markdown
+                from .render import print_markdown
 
-                self.console.print(Markdown(answer_markdown(self.kb, outcome.answer, self.lang)))
+                # as `ask` prints it: Chinese wraps by display width, between characters
+                text = answer_markdown(self.kb, outcome.answer, self.lang)
+                print_markdown(self.kb, text, self.lang, self.console)
             elif outcome.changed:
                 self.console.print(tr(self.kb, "ask_understood", self.lang), style="green")
                 for line in understood_lines(self.kb, outcome.understood, self.lang):
                     self.console.print("  " + line, style="dim", markup=False)
                 self.console.print(self.t("followup_updated"), style="bold")
-                self.report(state.diagnose())
+                diagnosis = state.diagnose()
+                self.report(diagnosis)
+                self.save(state, diagnosis, None)  # the updated report is worth keeping too
             else:
                 self.console.print(self.t("followup_nothing"), style="dim")
 
@@ -361,6 +368,11 @@ class _Session:
             except KeyboardInterrupt:
                 raise _Quit from None
             if not line.strip():
+                # without bracket marks a blank line inside a traceback arrives as an Enter;
+                # the rest of a paste follows within milliseconds, typing does not
+                if lines and _more_input_waiting(prompt.input):
+                    lines.append("")
+                    continue
                 break
             lines.append(line.rstrip("\n"))
             if "\n" in line:  # a terminal paste of several lines arrives whole: it is done
@@ -370,8 +382,17 @@ class _Session:
     def ask_text(self, message: str, default: str = "") -> str:
         import questionary
 
+        message = self.wrapped(message, "›")
         question = questionary.text(message, default=default, qmark="›", **self.io)
         return _run(question)
+
+    def wrapped(self, message: str, qmark: str) -> str:
+        """A prompt's message broken on words at the console's width (after its mark and a
+        space), so the terminal never cuts a word at its edge; the answer is typed after it."""
+        from .wrap import wrap
+
+        lines = wrap(f"{qmark} {message}", max(self.console.width - 1, 20))
+        return "\n".join(lines)[len(qmark) + 1 :]
 
     def ask_confirm(self, message: str, default: bool) -> bool:
         from .confirm import ConfirmWords, confirm_question
@@ -395,7 +416,10 @@ class _Session:
                 _fill(question.help.get(self.lang), asked.fields), style="dim", markup=False
             )
         if question.kind == "text":
+            text = self.wrapped(text, f"{number}.")
             return _run(questionary.text(text, qmark=f"{number}.", **self.io))
+        from .choose import SelectWords, select_question
+
         choices = [
             questionary.Choice(_fill(o.label.get(self.lang), asked.fields), value=o.value)
             for o in question.options
@@ -405,15 +429,8 @@ class _Session:
                 questionary.Separator(" "),
                 questionary.Choice(self.t("session_back"), _BACK),
             ]
-        select = questionary.select(
-            text,
-            choices=choices,
-            default=choices[0],
-            qmark=f"{number}.",
-            instruction=self.t("session_select_hint"),
-            **self.io,
-        )
-        return _run(select)
+        words = SelectWords(self.t("session_select_hint"), self.t("session_select_nudge"))
+        return _run(select_question(text, choices, f"{number}.", words, **self.io))
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -454,6 +471,7 @@ def _run(question) -> Any:
 
     app = question.application
     app.key_bindings = merge_key_bindings([app.key_bindings, extra])
+    _discard_typed_ahead(app.input)
     try:
         answer = question.unsafe_ask()
     except (KeyboardInterrupt, EOFError):
@@ -461,6 +479,61 @@ def _run(question) -> Any:
     if answer is None:
         raise _Quit
     return answer
+
+
+PASTE_GAP_SECONDS = 0.05  # the lines of one paste arrive closer together than keystrokes
+
+
+def _more_input_waiting(prompt_input) -> bool:
+    """More of a paste is already on its way: keys prompt_toolkit read ahead, or input the
+    terminal holds or receives within PASTE_GAP_SECONDS (issue 22, item 13). Only a real
+    terminal is asked; a pipe (the tests' scripted keys) is typing, never a paste."""
+    import os
+
+    try:
+        fd = prompt_input.fileno()
+        if not os.isatty(fd):
+            return False
+        import select
+
+        from prompt_toolkit.input.typeahead import get_typeahead, store_typeahead
+
+        waiting = get_typeahead(prompt_input)
+        if waiting:
+            store_typeahead(prompt_input, waiting)  # only looked at: the next prompt reads them
+            return True
+        ready, _, _ = select.select([fd], [], [], PASTE_GAP_SECONDS)
+        return bool(ready)
+    except (ImportError, OSError, ValueError, NotImplementedError, AttributeError):
+        return False
+
+
+def _discard_typed_ahead(prompt_input) -> None:
+    """Forget keys typed before a question was on the screen (issue 22, item 12).
+
+    Copying an error from a terminal usually takes the empty line after it; that Enter, or
+    one pressed to "finish" a paste that was already done, must not answer a question the
+    user has not seen. Keys wait in two places: prompt_toolkit's own typeahead (read with
+    the last prompt's input) and the terminal's input queue. Only a real terminal is
+    flushed: a pipe's keys (the tests' scripts) are the answers themselves.
+    """
+    import os
+
+    try:
+        fd = prompt_input.fileno()
+        if not os.isatty(fd):
+            return
+        import termios
+
+        from prompt_toolkit.input.typeahead import clear_typeahead
+
+        clear_typeahead(prompt_input)
+        try:
+            termios.tcflush(fd, termios.TCIFLUSH)
+        except termios.error:
+            return
+    except (ImportError, OSError, ValueError, NotImplementedError, AttributeError):
+        return  # no terminal to flush (Windows, a closed stream): nothing typed ahead either
 
 
 def _fill(template: str, fields: Mapping[str, str]) -> str:

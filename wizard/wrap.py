@@ -79,3 +79,29 @@ def wrap(text: str, width: int) -> list[str]:
         spans = line_spans(paragraph, width)
         lines += [paragraph[a:b] for a, b in spans] or [""]
     return lines
+
+
+def wrap_fragments(fragments: list[tuple[str, str]], width: int) -> list[tuple[str, str]]:
+    """Styled fragments (prompt_toolkit's `(style, text)` pairs) broken into lines of
+    `width` cells, on words (and between CJK characters), never inside a word: a prompt
+    that the terminal would otherwise cut mid-word at its edge ("Severa / l tasks").
+
+    Breaks are found on the joined text; each fragment keeps its style, and a space at a
+    break is dropped. Newlines already in the text start a new line as they are."""
+    text = "".join(part for _, part in fragments)
+    styles = [style for style, part in fragments for _ in part]
+    out: list[tuple[str, str]] = []
+    offset = 0
+    for number, paragraph in enumerate(text.split("\n")):
+        if number:
+            out.append(("", "\n"))
+        for line, (start, end) in enumerate(line_spans(paragraph, width)):
+            if line:
+                out.append(("", "\n"))
+            for i in range(offset + start, offset + end):  # one fragment per style run
+                if out and out[-1][0] == styles[i] and out[-1][1] != "\n":
+                    out[-1] = (styles[i], out[-1][1] + text[i])
+                else:
+                    out.append((styles[i], text[i]))
+        offset += len(paragraph) + 1
+    return out
