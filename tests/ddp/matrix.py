@@ -65,6 +65,8 @@ BRIDGE = {
     "checkpoint_non_reentrant": Bridge(("checkpoint_non_reentrant",), ("use_reentrant=False",)),
     "tie_before_wrapping": Bridge(("tie_before_wrapping",), ("lm_head.weight = ",)),
     "disable_find_unused": Bridge(("disable_find_unused",), ("find_unused_parameters=False",)),
+    # the speed warning on a model that needs the flag: the job runs with it, as before
+    "keep_find_unused": Bridge(("find_unused_parameters",), ("find_unused_parameters=True",)),
 }
 
 
