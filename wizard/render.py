@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 
 from .engine import AskedQuestion, ConditionalFix, Diagnosis, RankedFix, condition_holds, settings
 from .i18n import tr
@@ -59,6 +60,8 @@ class ConditionalView:
     facts: dict[str, Any]
     cause: str | None = None  # a row for one cause: its id (no question, no answers)
     score: float = 0.0  # how likely its fix is the one (the engine's fix score)
+    first: str = ""  # the first answer alone, as the user reads it (the compact table)
+    then: str = ""  # the question that comes after the first answer, by its short label
 
 
 @record
@@ -231,6 +234,11 @@ def conditional_view(
     parts = [tr(kb, "conditional_first_answer", lang, answer=first.option.label.get(lang))]
     parts += [_answer_clause(kb, a, lang) for a in row.answers[1:]]
     condition = tr(kb, "conditional_and", lang).join(parts)
+    then = ""
+    if len(row.answers) > 1:
+        second = row.answers[1].asked
+        short = second.question.short or second.question.text
+        then = fill_quietly(short.get(lang), second.fields)
     return ConditionalView(
         fix=view,
         condition=condition,
@@ -239,6 +247,8 @@ def conditional_view(
         answers=tuple((a.asked.key, a.option.value) for a in row.answers),
         facts=row.facts,
         score=row.fix.score,
+        first=parts[0],
+        then=then,
     )
 
 
@@ -818,24 +828,61 @@ def _rich_conditional(out: _Out, report: Report, full: bool) -> None:
     out.heading(out.t("conditional_heading"), "cyan")
     if report.splitting_question and not report.fixes:
         out.para(out.t("conditional_intro", question=report.splitting_question))
-    for sentence in conditional_sentences(out.kb, report):
+    sentences = conditional_sentences(out.kb, report) if full else compact_sentences(out.kb, report)
+    for sentence in sentences:
         out.para(out.inline("• ") + out.inline(sentence), indent=2)
     shown, others = conditional_code(report)
     if full:  # everything: the code of every fix
-        shown, others = shown + [row.fix for row in others], []
+        shown = shown + [row.fix for row in others]
     elif not report.fixes:  # short: the likeliest fix's code; the others one command away
         shown = shown[:1]
-        others = [row for row in report.conditional if row.fix.id not in {shown[0].id}]
+        out.para(out.t("conditional_likeliest_code"), style="dim")
     else:
-        shown, others = [], []
+        shown = []
     for view in shown:
         out.para(out.inline(view.title, "bold"))
         out.code(view.code, view.language)
-    seen: set[str] = set()
-    unique = [r for r in others if not (r.fix.id in seen or seen.add(r.fix.id))]
-    for line in conditional_commands(out.kb, report, unique):
-        out.para(out.inline("• ") + out.inline(line), indent=2)
+    if not full and not report.fixes and len(report.conditional) > 1:
+        out.para(out.inline(out.t("conditional_others_hint", command=_interview_command(report))))
     out.blank()
+
+
+def compact_sentences(kb: KnowledgeBase, report: Report) -> list[str]:
+    """The decision table in a few lines: one per answer of the deciding question (its fixes,
+    or the question that follows it), one for the causes that question leaves out."""
+    lang = report.lang
+    joiner = tr(kb, "conditional_or", lang)
+    direct: dict[str, list[str]] = {}
+    nested: dict[str, str] = {}
+    causes: list[str] = []
+    for row in report.conditional:
+        if row.cause:
+            causes.append(kb.cause(row.cause).title.get(lang))
+        elif row.then:
+            nested.setdefault(row.first, row.then)
+        elif row.fix.title not in direct.setdefault(row.first, []):
+            direct[row.first].append(row.fix.title)
+    lines = []
+    for first in dict.fromkeys([*direct, *nested]):
+        if first in direct:
+            fixes = joiner.join(direct[first])
+            lines.append(tr(kb, "conditional_row", lang, condition=first, fix=fixes))
+        else:
+            lines.append(
+                tr(kb, "conditional_then_ask", lang, condition=first, question=nested[first])
+            )
+    if causes:
+        lines.append(tr(kb, "conditional_other_causes", lang, causes=joiner.join(causes)))
+    return lines
+
+
+def _interview_command(report: Report) -> str:
+    """The command that asks the deciding question and prints the fix its answer leads to."""
+    findings = report.diagnosis.findings
+    source = findings[0].source if findings else None
+    if source and not source.startswith("<") and source != "-":
+        return f"ddp-doctor --lang {report.lang} --paste {shlex.quote(source)}"
+    return f"ddp-doctor --lang {report.lang}"
 
 
 def _shown_diagnostics(report: Report, full: bool) -> tuple[FixView, ...]:
