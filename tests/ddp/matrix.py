@@ -67,6 +67,11 @@ BRIDGE = {
     "disable_find_unused": Bridge(("disable_find_unused",), ("find_unused_parameters=False",)),
     # the speed warning on a model that needs the flag: the job runs with it, as before
     "keep_find_unused": Bridge(("find_unused_parameters",), ("find_unused_parameters=True",)),
+    # forward returns the tensors the loss uses, plain; the flag while an output is left out
+    "loss_from_forward_outputs": Bridge(
+        ("loss_from_forward_outputs+find_unused_parameters",),
+        ("return out, feat", "find_unused_parameters=True"),
+    ),
 }
 
 
@@ -242,6 +247,26 @@ CASES = [
         revealed_module="sometimes",
     ),
     case(
+        "branch_moving_ranks",
+        "conditional_branch",
+        "A mixture-of-experts layer: on each step some experts get no tokens, and which ones "
+        "changes from step to step and from GPU to GPU.",
+        "模型里有个 MoE 层：每个 step 都有专家分不到 token，而且是哪几个专家，每个 step、每张卡都不一样。",
+        step_pattern="branches",
+        conditional_modules="ranks",
+        revealed_module="sometimes",
+    ),
+    case(
+        "branch_data_chosen",
+        "conditional_branch",
+        "A head runs only when the batch holds a positive label, so on some steps one GPU "
+        "uses it and the other does not.",
+        "有个 head 只在 batch 里有正样本时才执行，所以有些 step 一张卡用到了它，另一张卡没用到。",
+        step_pattern="branches",
+        conditional_modules="steps",
+        revealed_module="sometimes",
+    ),
+    case(
         "requires_grad_after_wrap",
         "frozen_params",
         "I freeze the backbone with requires_grad_(False) after wrapping the model in DDP.",
@@ -314,6 +339,17 @@ CASES = [
         step_pattern="branches",
         conditional_modules="steps",
         revealed_module="sometimes",
+    ),
+    case(
+        "unused_forward_output",
+        "unused_forward_output",
+        "I set static_graph=True and now DDP says my training graph has changed; forward "
+        "returns an aux output the loss ignores.",
+        "开了 static_graph=True 之后 DDP 报训练图变了；forward 返回的 aux 输出 loss 没有用到。",
+        base="static_graph",
+        step_pattern="extra_outputs",
+        forward_unused_outputs="yes",
+        revealed_module="output_ignored",
     ),
     case(
         "two_backward_retain_graph",

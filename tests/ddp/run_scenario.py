@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import printed  # noqa: E402
 import scenarios as sc  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -77,7 +78,8 @@ def _train(rank: int, world_size: int, args: argparse.Namespace) -> None:
     scenario = sc.SCENARIOS[args.scenario]
     fixes = sc.parse_fixes(args.fix)
     module = sc.build_model(scenario, fixes)
-    kwargs = sc.ddp_kwargs(fixes, scenario.base_ddp_kwargs)
+    # the DDP keywords as the printed snippets of the fixes set them, in the order given
+    kwargs = printed.ddp_kwargs(args.fix, scenario.base_ddp_kwargs)
     model = DDP(module, **kwargs)
     if scenario.after_wrap:
         scenario.after_wrap(model.module, fixes)

@@ -6,8 +6,10 @@ the reference (one call per rank's batch, each loss scaled by 1/world_size), so 
 reference is exactly the math DDP's gradient averaging should reproduce.
 
 A fix is a set of fix ids (``"a+b"`` on the command line). Every fix is either a DDP
-keyword (see ``ddp_kwargs``) or one visible ``if FIX in fixes:`` branch in a model or
-step function below, so a printed code snippet can be mapped to the line it stands for.
+keyword, set by running the printed constructor snippet (printed.ddp_kwargs), or one
+visible ``if FIX in fixes:`` branch in a model or step function below, so a printed code
+snippet can be mapped to the line it stands for; the generic zero-weighted term runs as
+printed too (printed.add_zero_term).
 """
 
 from __future__ import annotations
@@ -34,9 +36,14 @@ FREEZE_BEFORE_WRAPPING = "freeze_before_wrapping"
 CHECKPOINT_NON_REENTRANT = "checkpoint_non_reentrant"
 TIE_BEFORE_WRAPPING = "tie_before_wrapping"
 DISABLE_FIND_UNUSED = "disable_find_unused"
+LOSS_FROM_OUTPUTS = "loss_from_forward_outputs"
 # Not a rules fix: the no_sync() that users try first, around the first backward only
 # (the forward outside it). Measured so the difference to the snippet stays on record.
 NO_SYNC_BACKWARD_ONLY = "no_sync_backward_only"
+# Not a rules fix: static_graph=True is in the user's constructor, but ddp-doctor was not
+# told, so a later snippet is printed as for anyone (printed.py). `static_graph` before a
+# fix means the user did say so (a follow-up).
+STATIC_GRAPH_UNTOLD = "static_graph_untold"
 
 FIX_IDS = (
     FIND_UNUSED,
@@ -51,7 +58,9 @@ FIX_IDS = (
     CHECKPOINT_NON_REENTRANT,
     TIE_BEFORE_WRAPPING,
     DISABLE_FIND_UNUSED,
+    LOSS_FROM_OUTPUTS,
     NO_SYNC_BACKWARD_ONLY,
+    STATIC_GRAPH_UNTOLD,
 )
 
 # Fixes that mean to leave the training math as the user wrote it (they only change how
@@ -66,6 +75,7 @@ MATH_NEUTRAL = frozenset(
         NO_SYNC_BACKWARD_ONLY,
         ZERO_WEIGHT_AUX,
         DISABLE_FIND_UNUSED,
+        STATIC_GRAPH_UNTOLD,
     }
 )
 
@@ -90,20 +100,6 @@ def intended_math(fix: str | None) -> str | None:
     """The fix combination whose single-process run is the reference for `fix`."""
     kept = sorted(parse_fixes(fix) - MATH_NEUTRAL)
     return "+".join(kept) or None
-
-
-def ddp_kwargs(fixes: frozenset[str], base: dict | None = None) -> dict:
-    """The DDP constructor keywords a fix stands for."""
-    kwargs = dict(base or {})
-    if FIND_UNUSED in fixes:
-        kwargs["find_unused_parameters"] = True
-    if STATIC_GRAPH in fixes:
-        kwargs["static_graph"] = True
-    if DISABLE_FIND_UNUSED in fixes:
-        kwargs["find_unused_parameters"] = False  # fix: the flag was never needed
-    if BROADCAST_BUFFERS_FALSE in fixes:
-        kwargs["broadcast_buffers"] = False  # fix: as printed (deprecated name in 2.13)
-    return kwargs
 
 
 def no_sync_if_ddp(model: nn.Module):
@@ -177,15 +173,22 @@ class Outputs:
 
 
 class AuxOutputInObject(AuxOutput):
+    def __init__(self, fixes):
+        super().__init__(fixes)
+        self.plain = LOSS_FROM_OUTPUTS in fixes
+
     def forward(self, x):
         h = torch.relu(self.body(x))
+        if self.plain:
+            return self.main_head(h), self.aux_head(h)  # fix: plain tensors DDP can see
         return Outputs(self.main_head(h), self.aux_head(h))
 
 
 def step_object_output(model, batch, step, rank, fixes, scale):
     x, y = batch
     out = model(x)
-    loss = F.mse_loss(out.main, y)  # out.aux ignored
+    main = out[0] if isinstance(out, tuple) else out.main
+    loss = F.mse_loss(main, y)  # the aux output is ignored
     (loss * scale).backward()
     return loss.item()
 
@@ -258,16 +261,13 @@ class Branchy(nn.Module):
         self.body = nn.Linear(IN, HID)
         self.head = nn.Linear(HID, OUT)
         self.extra = nn.Linear(HID, OUT)
-        self.fixes = fixes
 
     def forward(self, x, use_extra: bool):
         h = torch.relu(self.body(x))
         out = self.head(h)
         if use_extra:
             return out + self.extra(h)
-        if ZERO_WEIGHT_AUX in self.fixes:
-            return out + 0 * self.extra(h)  # fix 6: extra takes part with zero gradient
-        return out
+        return out  # fix 6 (zero_weight_aux_loss) runs as printed, in the step functions
 
 
 class Checkpointed(nn.Module):
@@ -387,16 +387,110 @@ class HookedFeatures(Clean):
         super().__init__(fixes)
         self.features = None
         self.body.register_forward_hook(self._keep)
+        self.return_features = LOSS_FROM_OUTPUTS in fixes
 
     def _keep(self, module, args, output):
         self.features = output
 
+    def forward(self, x):
+        out = super().forward(x)
+        if self.return_features:
+            return out, self.features  # fix: forward returns what the loss uses
+        return out
+
 
 def step_hooked_features(model, batch, step, rank, fixes, scale):
     x, y = batch
+    if LOSS_FROM_OUTPUTS in fixes:
+        _, features = model(x)  # fix: the loss is built from what forward returns
+        loss = features.pow(2).mean()
+        (loss * scale).backward()
+        return loss.item()
     model(x)  # the returned output is ignored ...
     inner = model.module if hasattr(model, "module") else model
     loss = inner.features.pow(2).mean()  # ... the loss reads the hooked features only
+    (loss * scale).backward()
+    return loss.item()
+
+
+N_EXPERTS = 3
+
+
+class MovingExperts(nn.Module):
+    """Mixture-of-Experts-like layer: on each step, on each rank, one expert gets no tokens,
+    and which one moves (rank r at step s leaves expert (r + s) % N_EXPERTS idle), as MoE
+    routing does. The idle set differs across ranks within a step and across steps."""
+
+    def __init__(self, fixes):
+        super().__init__()
+        self.body = nn.Linear(IN, HID)
+        self.experts = nn.ModuleList(nn.Linear(HID, OUT) for _ in range(N_EXPERTS))
+
+    def forward(self, x, idle: int):
+        h = torch.relu(self.body(x))
+        return sum(e(h) for i, e in enumerate(self.experts) if i != idle)
+
+
+class DataChosenHead(nn.Module):
+    """`pos_head` runs only when the batch holds a positive label: each rank's own data
+    decides, so the ranks disagree on some steps and agree on others."""
+
+    def __init__(self, fixes):
+        super().__init__()
+        self.body = nn.Linear(IN, HID)
+        self.head = nn.Linear(HID, OUT)
+        self.pos_head = nn.Linear(HID, OUT)
+
+    def forward(self, x, labels):
+        h = torch.relu(self.body(x))
+        out = self.head(h)
+        if bool((labels > 0).any()):  # the data decides the branch
+            out = out + self.pos_head(h)
+        return out
+
+
+LABEL_SEED = 6
+
+
+def labelled_batch(rank: int, step: int):
+    """(x, y, labels): a label is positive when a draw exceeds 1.0 (about 1 in 6), so a
+    batch of 4 holds one about half the time. The seed offset is chosen so that over 3 steps
+    both ranks run pos_head on step 0, only rank 1 on step 1, only rank 0 on step 2
+    (data_chosen_pattern(); test_scenarios_reproduce.py checks it)."""
+    gen = torch.Generator().manual_seed(1000 * step + rank + LABEL_SEED)
+    x, y = torch.randn(BATCH, IN, generator=gen), torch.randn(BATCH, OUT, generator=gen)
+    return x, y, (torch.randn(BATCH, generator=gen) > 1.0).long()
+
+
+def data_chosen_pattern(steps: int = 3, world_size: int = 2) -> list[list[bool]]:
+    """[step][rank] -> does that rank's batch hold a positive label (pos_head runs)?"""
+    return [
+        [bool((labelled_batch(r, s)[2] > 0).any()) for r in range(world_size)] for s in range(steps)
+    ]
+
+
+def _with_printed_zero_term(model, loss, fixes, scenario):
+    """fixes.yaml `zero_weight_aux_loss`, the generic form as ddp-doctor prints it for this
+    scenario's real error (tests/ddp/printed.py); nothing on the reference model."""
+    if ZERO_WEIGHT_AUX in fixes and hasattr(model, "module"):
+        import printed
+
+        return printed.add_zero_term(model, loss, scenario)
+    return loss
+
+
+def step_moving_experts(model, batch, step, rank, fixes, scale):
+    x, y = batch
+    loss = F.mse_loss(model(x, idle=(rank + step) % N_EXPERTS), y)
+    loss = _with_printed_zero_term(model, loss, fixes, "branch_moving_ranks")
+    (loss * scale).backward()
+    return loss.item()
+
+
+def step_data_chosen(model, batch, step, rank, fixes, scale):
+    x, y, labels = batch
+    loss = F.mse_loss(model(x, labels), y)
+    loss = _with_printed_zero_term(model, loss, fixes, "branch_data_chosen")
     (loss * scale).backward()
     return loss.item()
 
@@ -417,9 +511,8 @@ def step_single_output(model, batch, step, rank, fixes, scale):
 def step_unused_module(model, batch, step, rank, fixes, scale):
     x, y = batch
     loss = F.mse_loss(model(x), y)
-    if ZERO_WEIGHT_AUX in fixes:  # fix 6, generic form: the unused module joins with 0 grad
-        inner = model.module if hasattr(model, "module") else model
-        loss = loss + 0.0 * sum(p.sum() for p in inner.unused.parameters())
+    # fix 6, generic form, as printed for this model's real error
+    loss = _with_printed_zero_term(model, loss, fixes, "unused_module")
     (loss * scale).backward()
     return loss.item()
 
@@ -534,6 +627,7 @@ def step_two_backward_no_retain(model, batch, step, rank, fixes, scale):
 def step_branch_some_steps(model, batch, step, rank, fixes, scale):
     x, y = batch
     loss = F.mse_loss(model(x, use_extra=step % 2 == 0), y)  # extra on even steps
+    loss = _with_printed_zero_term(model, loss, fixes, "branch_some_steps")
     (loss * scale).backward()
     return loss.item()
 
@@ -541,6 +635,7 @@ def step_branch_some_steps(model, batch, step, rank, fixes, scale):
 def step_branch_odd_steps(model, batch, step, rank, fixes, scale):
     x, y = batch
     loss = F.mse_loss(model(x, use_extra=step % 2 == 1), y)  # extra skipped on step 0
+    loss = _with_printed_zero_term(model, loss, fixes, "branch_some_steps")
     (loss * scale).backward()
     return loss.item()
 
@@ -548,6 +643,7 @@ def step_branch_odd_steps(model, batch, step, rank, fixes, scale):
 def step_branch_some_ranks(model, batch, step, rank, fixes, scale):
     x, y = batch
     loss = F.mse_loss(model(x, use_extra=rank == 1), y)  # extra only on rank 1
+    loss = _with_printed_zero_term(model, loss, fixes, "branch_some_ranks")
     (loss * scale).backward()
     return loss.item()
 
@@ -684,14 +780,26 @@ def _scenarios() -> dict[str, Scenario]:
             "unused_output_in_object",
             AuxOutputInObject,
             step_object_output,
-            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH),
+            fixes_to_measure=(
+                "",
+                FIND_UNUSED,
+                STATIC_GRAPH,
+                LOSS_FROM_OUTPUTS,
+                f"{LOSS_FROM_OUTPUTS}+{FIND_UNUSED}",
+            ),
             description="forward returns a plain object DDP cannot search; aux ignored",
         ),
         Scenario(
             "loss_from_hooked_features",
             HookedFeatures,
             step_hooked_features,
-            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH),
+            fixes_to_measure=(
+                "",
+                FIND_UNUSED,
+                STATIC_GRAPH,
+                LOSS_FROM_OUTPUTS,
+                f"{LOSS_FROM_OUTPUTS}+{FIND_UNUSED}",
+            ),
             description="loss built from forward-hook features, not from forward's output",
         ),
         Scenario(
@@ -949,6 +1057,21 @@ def _scenarios() -> dict[str, Scenario]:
                 f"{ZERO_WEIGHT_AUX}+{FIND_UNUSED}",
             ),
             description="branch_some_steps with AdamW; zero term inside forward",
+        ),
+        Scenario(
+            "branch_moving_ranks",
+            MovingExperts,
+            step_moving_experts,
+            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH, ZERO_WEIGHT_AUX),
+            description="MoE-like: the idle expert moves with step and rank ((r + s) % 3)",
+        ),
+        Scenario(
+            "branch_data_chosen",
+            DataChosenHead,
+            step_data_chosen,
+            batch=labelled_batch,
+            fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH, ZERO_WEIGHT_AUX),
+            description="pos_head runs when the rank's batch has a positive label",
         ),
         Scenario(
             "clean_with_find_unused",

@@ -46,6 +46,7 @@ def implemented(scenario: str, applied: str) -> bool:
     """Does the scenario have code for every part of `applied`? DDP keywords apply to any
     model; the other fixes are `if FIX in fixes:` branches listed in fixes_to_measure."""
     keywords = {"find_unused_parameters", "static_graph", "disable_find_unused"}
+    keywords.add(scenarios.STATIC_GRAPH_UNTOLD)
     spec = scenarios.SCENARIOS[scenario]
     own = {part for f in spec.fixes_to_measure for part in f.split("+") if part}
     return all(part in own | keywords for part in applied.split("+") if part)

@@ -40,6 +40,11 @@ FAILING = {
     ("checkpoint_reentrant", None): {"ready_twice"},
     ("tied_weights_after_wrap", None): {"unfinished_reduction"},
     ("loss_from_hooked_features", "find_unused_parameters"): {"unfinished_reduction"},
+    # issue 20: a branch that moves with step and rank (MoE-like), one chosen by the data
+    ("branch_moving_ranks", None): {"peer_closed", "unfinished_reduction"},
+    ("branch_data_chosen", None): {"peer_closed", "unfinished_reduction"},
+    ("branch_moving_ranks", "static_graph"): {"static_graph_changed"},
+    ("unused_forward_output", "static_graph"): {"static_graph_changed"},
 }
 
 # Fixes that remove the error AND reproduce the single-process reference.
@@ -162,3 +167,59 @@ def test_reference_is_deterministic():
     first = harness.reference_params("unused_module", "find_unused_parameters", steps=2)
     again = harness.reference_params("unused_module", "find_unused_parameters", steps=2)
     assert harness.params_match({0: first}, again, atol=0)
+
+
+STATIC_GRAPH_FAILURES = [k for k in FAILING if k[1] == "static_graph"]
+
+
+@pytest.mark.parametrize("key", [_key(s, f) for s, f in STATIC_GRAPH_FAILURES], ids=_ids)
+def test_static_graph_never_says_parameters_were_not_used(jobs, key):
+    """With static_graph=True, reducer.cpp replaces the whole unfinished-reduction message
+    by the "training graph has changed" one: the "parameters that were not used in
+    producing loss" wording (and its find_unused_parameters advice) proves the flag is off."""
+    output = jobs[key].result().output
+    assert "training graph has changed in this iteration" in output
+    assert "not used in producing loss" not in output
+    assert "unused parameter detection" not in output
+
+
+def test_data_chosen_branch_splits_the_ranks():
+    """branch_data_chosen: both ranks run pos_head on step 0, only one rank on steps 1 and 2."""
+    import scenarios
+
+    assert scenarios.data_chosen_pattern() == [[True, True], [False, True], [True, False]]
+
+
+def test_printed_find_unused_snippet_drops_static_graph_when_told():
+    """The find_unused_parameters snippet as printed: for a user who said static_graph=True is
+    on it also turns that off (the two together fail); for anyone else it adds the flag only."""
+    import printed
+
+    told = printed.ddp_kwargs("static_graph+find_unused_parameters")
+    untold = printed.ddp_kwargs("static_graph_untold+find_unused_parameters")
+    assert told == {"static_graph": False, "find_unused_parameters": True}
+    assert untold == {"static_graph": True, "find_unused_parameters": True}
+
+
+@pytest.mark.parametrize("fix_id", ["drop_unused_outputs", "loss_from_forward_outputs"])
+def test_every_printed_find_unused_turns_static_graph_off_when_told(fix_id):
+    """Fixes whose snippet builds DDP with the flag run on its code path (matrix.BRIDGE):
+    their own constructor line must turn static_graph off as find_unused_parameters' does."""
+    import printed
+
+    told = printed.render(fix_id, (("static_graph_enabled", True),))
+    assert "find_unused_parameters=True, static_graph=False" in told
+    assert "static_graph" not in printed.render(fix_id)
+
+
+def test_printed_zero_term_reaches_the_module_inside_ddp():
+    """The generic zero term as printed for the MoE scenario's real error names the expert
+    through `model.module` (on the wrapper, `model.experts` is an AttributeError)."""
+    import printed
+
+    code = printed.render(
+        "zero_weight_aux_loss", modules=printed.error_modules("branch_moving_ranks")
+    )
+    block = printed.zero_term_block(code)
+    assert "model.experts[1].parameters()" in block
+    assert "zero_term(model.module)" in block
