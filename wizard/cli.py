@@ -231,10 +231,9 @@ def cmd_ask(kb, args, lang: str) -> int:
     `--lang` says otherwise); `--json` always prints one JSON document, also when nothing was
     understood (`status: not_understood`, exit code 1).
     """
-    import json
-
     from . import ask
     from .engine import diagnose, next_question
+    from .foreign import dumps
     from .interview import default_family
     from .understand import understand
 
@@ -247,7 +246,7 @@ def cmd_ask(kb, args, lang: str) -> int:
     if answer is not None:
         if fmt == "json":
             data = ask.answer_json(answer, lang, understood)
-            sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+            sys.stdout.write(dumps(data) + "\n")
         else:
             _print_text(kb, ask.answer_markdown(kb, answer, lang), lang, fmt)
         return ExitCode.OK
@@ -255,7 +254,7 @@ def cmd_ask(kb, args, lang: str) -> int:
     if not facts and not found_error:
         if fmt == "json":
             data = ask.not_understood_json(kb, lang, understood)
-            sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+            sys.stdout.write(dumps(data) + "\n")
         else:
             from .i18n import tr
 
@@ -276,7 +275,7 @@ def cmd_ask(kb, args, lang: str) -> int:
         data.update(kind="diagnosis", status="diagnosed")
         data["understood"] = ask.understood_json(understood)
         data["next_question"] = _question_json(upcoming, lang)
-        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(dumps(data) + "\n")
         return ExitCode.OK
     _print_text(kb, _understood_block(kb, understood, upcoming, lang), lang, fmt)
     _emit(kb, args, diagnosis, lang, fmt)
@@ -329,7 +328,7 @@ def _print_text(kb, text: str, lang: str, fmt: str) -> None:
 
 
 def cmd_questions(kb, args, lang: str) -> int:
-    import json
+    from .foreign import dumps
 
     rows = [
         {
@@ -343,7 +342,7 @@ def cmd_questions(kb, args, lang: str) -> int:
         for q in kb.questions
     ]
     if _wants_json(args):
-        sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(dumps(rows) + "\n")
         return ExitCode.OK
     for row in rows:
         sys.stdout.write(f"{row['id']}: {row['text']}\n")
@@ -499,9 +498,11 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _print_user_error(kb, err: UserError, lang: str) -> None:
+    from .foreign import shown_fields
     from .i18n import tr
 
-    text = tr(kb, err.key, lang, **err.fields) if kb is not None else err.key
+    # the fields hold what the user typed or a file held (names, answers): escapes only
+    text = tr(kb, err.key, lang, **shown_fields(err.fields)) if kb is not None else err.key
     sys.stderr.write(f"ddp-doctor: {text}\n")
 
 

@@ -178,5 +178,9 @@ class Parser(argparse.ArgumentParser):
             return super().format_usage()
 
     def error(self, message: str):
+        from .foreign import shown
+
+        # argparse quotes what was typed ("invalid choice: '...'"): escapes only, line by line
+        message = "\n".join(shown(line) for line in message.split("\n"))
         with _argparse_speaks(self.texts):
             super().error(message)

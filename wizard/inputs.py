@@ -83,6 +83,7 @@ def read_sources(kb, paths: Sequence[str], lang: str, max_bytes: int | None):
     stderr and the others are still diagnosed; only when none is usable is it an error. The
     same file named twice is read once.
     """
+    from .foreign import shown_fields
     from .i18n import tr
     from .triage import summarise
 
@@ -95,7 +96,7 @@ def read_sources(kb, paths: Sequence[str], lang: str, max_bytes: int | None):
                 raise
             problems.append(problem)
     for problem in problems[0 if scanners else 1 :]:
-        warn("ddp-doctor: " + tr(kb, problem.key, lang, **problem.fields))
+        warn("ddp-doctor: " + tr(kb, problem.key, lang, **shown_fields(problem.fields)))
     if not scanners:
         raise problems[0]
     result = summarise(kb, scanners)
@@ -117,6 +118,7 @@ def _distinct(paths: Sequence[str]) -> list[str]:
 
 
 def _scan_one(kb, path: str, lang: str, max_bytes: int | None):
+    from .foreign import shown
     from .i18n import tr
     from .triage import scan_stream
 
@@ -142,7 +144,7 @@ def _scan_one(kb, path: str, lang: str, max_bytes: int | None):
     if not scanner.nonblank:
         raise UserError(ExitCode.INPUT, "err_empty", path=source)
     if scanner.hit_byte_limit:
-        warn(tr(kb, "warn_byte_limit", lang, path=source, limit=max_bytes))
+        warn(tr(kb, "warn_byte_limit", lang, path=shown(source), limit=max_bytes))
     if scanner.looks_binary and not scanner.finish():
         raise UserError(ExitCode.INPUT, "err_binary", path=source)
     return scanner

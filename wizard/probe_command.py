@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import json
 import os
 import re
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from .errors import ExitCode
+from .foreign import dumps
 from .probe_core import ProbeError, find_unused_parameters, kind_of, one_line
 
 # ---------------------------------------------------------------------------- CLI entry
@@ -80,7 +80,7 @@ def run_probe_command(
 
 def _print_report(report, lang: str, kb, fmt: str) -> None:
     if fmt == "json":
-        sys.stdout.write(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(dumps(report.to_dict()) + "\n")
     elif fmt == "markdown":
         from .probe_report import to_markdown
 

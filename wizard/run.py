@@ -24,7 +24,6 @@ wrapper exits with the job's exit code, a job killed by signal N giving 128+N as
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import select
 import selectors
@@ -37,6 +36,7 @@ from dataclasses import dataclass
 
 from .atomic import same_file, write_atomic
 from .errors import ExitCode
+from .foreign import dumps, shown
 from .i18n import tr
 from .jobsignals import SignalForwarder, Watchdog
 from .triage import Scanner, TriageResult, summarise
@@ -92,6 +92,7 @@ def child_environment(parent: Mapping[str, str]) -> ChildEnvironment:
 
 def _debug_note(kb, lang: str, value: str) -> str:
     level = value.upper()
+    value = shown(value)  # the environment's text, echoed
     if level == "DETAIL":
         return tr(kb, "run_debug_kept_detail", lang, value=value)
     if level == "OFF":
@@ -259,13 +260,15 @@ def run_job(kb, argv: Sequence[str], lang: str) -> RunOutcome | int:
             child = _start(argv, environment.variables, merged)
         except FileNotFoundError as exc:
             if os.sep in argv[0]:
-                _say(tr(kb, "run_cannot_execute", lang, command=argv[0], reason=exc.strerror))
+                _say(
+                    tr(kb, "run_cannot_execute", lang, command=shown(argv[0]), reason=exc.strerror)
+                )
             else:
-                _say(tr(kb, "run_not_found", lang, command=argv[0]))
+                _say(tr(kb, "run_not_found", lang, command=shown(argv[0])))
             return ExitCode.NOT_FOUND
         except OSError as exc:
             reason = exc.strerror or str(exc)
-            _say(tr(kb, "run_cannot_execute", lang, command=argv[0], reason=reason))
+            _say(tr(kb, "run_cannot_execute", lang, command=shown(argv[0]), reason=reason))
             return ExitCode.CANNOT_EXECUTE
         forwarder.attach(child.pid)
         watchdog = Watchdog(child.pid)  # if the wrapper is killed outright, it stops the job
@@ -307,7 +310,7 @@ def run_command(
     if report_path and any(same_file(report_path, arg) for arg in argv):
         # `run --report train.py -- python train.py`: refused before the job starts, not
         # after hours of training when the report would replace the script
-        _say(tr(kb, "run_report_over_input", lang, path=report_path))
+        _say(tr(kb, "run_report_over_input", lang, path=shown(report_path)))
         return ExitCode.USAGE
     outcome = run_job(kb, argv, lang)
     if isinstance(outcome, int):
@@ -388,7 +391,7 @@ def _report_data(kb, diagnosis, outcome: RunOutcome, argv: Sequence[str], lang: 
 def _print_diagnosis(kb, diagnosis, outcome, argv, lang: str, fmt: str) -> None:
     if fmt == "json":  # the same document as --report, so scripts read one shape
         data = _report_data(kb, diagnosis, outcome, argv, lang)
-        sys.stderr.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        sys.stderr.write(dumps(data) + "\n")
         return
     from .render import emit
 
@@ -400,10 +403,10 @@ def _write_report(kb, diagnosis, outcome, argv, lang: str, path: str) -> None:
     data = _report_data(kb, diagnosis, outcome, argv, lang)
     try:
         # atomic: a full disk or a file-size limit leaves the previous report whole
-        write_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        write_atomic(path, dumps(data) + "\n")
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        _say(tr(kb, "run_cannot_write_report", lang, path=path, reason=reason))
+        _say(tr(kb, "run_cannot_write_report", lang, path=shown(path), reason=reason))
 
 
 def _say(text: str) -> None:
