@@ -34,11 +34,11 @@ FORMATS = ("auto", "rich", "markdown", "text", "json")
 # Help texts are message keys (rules/messages/cli.yaml), translated when help is printed.
 
 
-def _common(parser: argparse.ArgumentParser, top: bool) -> None:
+def _common(parser: argparse.ArgumentParser, top: bool, json_help: str = "cli_help_json") -> None:
     default = {} if top else {"default": argparse.SUPPRESS}
     parser.add_argument("--lang", choices=("en", "zh"), help="cli_help_lang", **default)
     parser.add_argument("--rules", metavar="DIR", help="cli_help_rules", **default)
-    parser.add_argument("--json", action="store_true", help="cli_help_json", **default)
+    parser.add_argument("--json", action="store_true", help=json_help, **default)
     fmt = {"default": "auto"} if top else default
     parser.add_argument("--format", choices=FORMATS, help="cli_help_format", **fmt)
     parser.add_argument("--all", action="store_true", help="cli_help_all", **default)
@@ -119,7 +119,7 @@ def _ask_options(ask: argparse.ArgumentParser) -> None:
 
 def _run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--report", metavar="FILE", help="cli_help_run_report")
-    _common(run, top=False)
+    _common(run, top=False, json_help="cli_help_run_json")
     run.add_argument(
         "argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="cli_help_run_argv"
     )
@@ -449,6 +449,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = _main(argv)
         except SystemExit as exc:  # argparse: --help, --version, usage errors
             code = exc.code if isinstance(exc.code, int) else int(ExitCode.USAGE)
+            message = getattr(exc, "usage_message", None)
+            if message is not None and _json_wanted(argv):
+                from .errordoc import write_error_document
+
+                write_error_document(code, "usage", message)
         code = guard.finish(code, lambda reason: _say_output_failed(argv, reason))
     if argv is None:  # run as the program, not called from Python: the process ends now
         # The interpreter's last garbage collection would walk every object the run made
@@ -472,12 +477,19 @@ def _say_output_failed(argv: Sequence[str] | None, reason: str) -> None:
     sys.stderr.write(f"ddp-doctor: {text}\n")
 
 
+def _json_wanted(argv: Sequence[str] | None) -> bool:
+    from .errordoc import json_in_argv
+
+    return json_in_argv(sys.argv[1:] if argv is None else argv)
+
+
 def _main(argv: Sequence[str] | None) -> int:
     args = parse(argv)  # before importing the rest: `--help` needs none of it
     from .kb import RulesError, load
 
     lang = _lang(args)
     kb = None
+    wants_json = _wants_json(args)
     try:
         kb = load(getattr(args, "rules", None))
         if args.command is None:
@@ -486,24 +498,33 @@ def _main(argv: Sequence[str] | None) -> int:
             handler = COMMANDS[args.command]
         return int(handler(kb, args, lang))
     except UserError as err:
-        _print_user_error(kb, err, lang)
+        text = _print_user_error(kb, err, lang)
+        if wants_json:
+            from .errordoc import write_error_document
+
+            write_error_document(err.code, err.key, text)
         return int(err.code)
     except RulesError as err:
         prefix = "规则文件有误" if lang == "zh" else "broken rules file"  # kb may not load
         sys.stderr.write(f"ddp-doctor: {prefix}: {err}\n")
+        if wants_json:
+            from .errordoc import write_error_document
+
+            write_error_document(ExitCode.RULES, "rules", f"{prefix}: {err}")
         return int(ExitCode.RULES)
     except KeyboardInterrupt:
         sys.stderr.write("\n")
         return int(ExitCode.INTERRUPTED)
 
 
-def _print_user_error(kb, err: UserError, lang: str) -> None:
+def _print_user_error(kb, err: UserError, lang: str) -> str:
     from .foreign import shown_fields
     from .i18n import tr
 
     # the fields hold what the user typed or a file held (names, answers): escapes only
     text = tr(kb, err.key, lang, **shown_fields(err.fields)) if kb is not None else err.key
     sys.stderr.write(f"ddp-doctor: {text}\n")
+    return text
 
 
 if __name__ == "__main__":
