@@ -380,6 +380,7 @@ def _finding_json(f) -> dict[str, Any]:
         "ranks": list(f.ranks),
         "unused_parameter_indices": list(f.unused_parameter_indices),
         "unused_parameter_names": list(f.unused_parameter_names),
+        "unused_parameter_names_cut": f.names_cut,
         "unused_modules": list(f.unused_modules),
         "torch_version": f.torch_version,
         "find_unused_parameters_enabled": f.find_unused_parameters_enabled,
@@ -582,7 +583,10 @@ def _finding_facts(kb: KnowledgeBase, f, lang: str, full: bool = True) -> list[t
     if f.unused_modules:
         rows.append((tr(kb, "label_modules", lang), _name_row(f.unused_modules, limit)))
     if f.unused_parameter_names:
-        rows.append((tr(kb, "label_names", lang), _name_row(f.unused_parameter_names, limit)))
+        row = _name_row(f.unused_parameter_names, limit)
+        if f.names_cut:  # where the list was cut, so no one takes it for the whole list
+            row += tr(kb, "names_cut", lang, count=len(f.unused_parameter_names))
+        rows.append((tr(kb, "label_names", lang), row))
     if f.unused_parameter_indices and (full or not f.unused_parameter_names):
         indices = " ".join(map(str, f.unused_parameter_indices[:30]))
         rows.append((tr(kb, "label_indices", lang), indices))
