@@ -136,7 +136,8 @@ class Extracted:
 # PyTorch names parameters by attribute path: dotted identifiers (`decoder.0.weight`), ASCII
 # in practice; Chinese text glued to a name after a lost line break ("weight结束") is not one
 _PARAMETER_NAME = re.compile(r"[A-Za-z_]\w*(?:\.\w+)*", re.ASCII)
-_LIST_TOKEN = re.compile(r"\s*([^\s,]+)")
+# (?<!\s): a search over a long run of spaces starts only once, not at every space
+_LIST_TOKEN = re.compile(r"(?<!\s)\s*([^\s,]+)")
 _NUMBERS_ONLY = re.compile(r"^[\d .]+$")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
 _CLOSING = "\"'`.;:)]}>"
