@@ -114,7 +114,7 @@ def fields_for(
     fields = {
         "module": module_expression(modules[0]) if modules else unnamed,
         "modules": ", ".join(module_expression(m) for m in modules) or unnamed,
-        "param_names": ", ".join(dict.fromkeys(names)) or tr(kb, "snippet_unnamed_params", lang),
+        "param_names": _names_comment(names) or tr(kb, "snippet_unnamed_params", lang),
     }
     # rules placeholders (fixes.yaml): the first value whose `when` holds; a value may use
     # another placeholder ({wrap} uses {device_ids}), so fill until nothing changes
@@ -124,6 +124,21 @@ def fields_for(
     for _ in range(3):
         fields = {k: fill_quietly(v, fields) for k, v in fields.items()}
     return fields
+
+
+def _names_comment(names: Sequence[str], limit: int = 12) -> str:
+    """The parameter names for a comment in code: the first `limit`, each cut in the middle
+    when very long, and how many more (100,000 names make no comment anyone reads)."""
+    unique = list(dict.fromkeys(names))
+    shown = ", ".join(shorten(n, SHOWN_NAME_CHARS) for n in unique[:limit])
+    more = len(unique) - limit
+    return shown + (f", … (+{more})" if more > 0 else "")
+
+
+def prose_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields for sentences (titles, reasons, questions): a name from the log cut in the
+    middle when very long. Code keeps the whole name: it must run."""
+    return {k: shorten(v, SHOWN_PATH_CHARS) if isinstance(v, str) else v for k, v in fields.items()}
 
 
 def fill_quietly(template: str, fields: Mapping[str, str]) -> str:
@@ -152,7 +167,8 @@ def fix_view(
     kb: KnowledgeBase | None = None,
 ) -> FixView:
     fix = entry.fix
-    fields = {**snippet_fields(diagnosis, kb, lang), "said": said}
+    code_fields = {**snippet_fields(diagnosis, kb, lang), "said": said}
+    fields = prose_fields(code_fields)
     framework = diagnosis.framework
     snippet = fix.snippets.get(framework)
     if snippet is None and fix.snippets["pytorch"].any_framework:
@@ -171,7 +187,7 @@ def fix_view(
         framework="pytorch" if fallback else framework,  # the snippet's own spelling
         framework_fallback=fallback and framework != "pytorch",
         language=snippet.language,
-        code=(_fill(snippet.code, lang, fields) or "").rstrip(),
+        code=(_fill(snippet.code, lang, code_fields) or "").rstrip(),
         score=round(entry.score, 3),
     )
 
@@ -190,7 +206,7 @@ def _warning_text(
 def question_text(asked: AskedQuestion, lang: str) -> str:
     template = asked.question.text.get(lang)
     try:
-        return template.format(**asked.fields)
+        return template.format(**prose_fields(asked.fields))
     except (KeyError, IndexError, ValueError):
         return template
 
@@ -224,7 +240,7 @@ def conditional_view(
 
 
 def build_report(kb: KnowledgeBase, diagnosis: Diagnosis, lang: str) -> Report:
-    fields = snippet_fields(diagnosis, kb, lang)
+    fields = prose_fields(snippet_fields(diagnosis, kb, lang))
     family = kb.family(diagnosis.family) if diagnosis.family else None
     conf = settings(kb)
     shown = conf["shown_causes"]
