@@ -115,6 +115,8 @@ class _OutputStream:
         self.pending = bytearray()
         self.forwarding = True
         self.reader_left = False  # our own reader closed the pipe (`| head`)
+        self.failure: OSError | None = None  # a write that failed (a full disk): output lost
+        self.lost = 0  # bytes of the job's output not passed on after that failure
         self.last_byte = b"\n"  # nothing written yet counts as "at the start of a line"
         self.last_write = 0  # ordinal of the last write, to tell which stream wrote last
 
@@ -128,6 +130,8 @@ class _OutputStream:
             self.scan_pending()
         if self.forwarding:
             return self._forward(chunk, ordinal)
+        if self.failure is not None:
+            self.lost += len(chunk)
         return True
 
     def _forward(self, chunk: bytes, ordinal: int) -> bool:
@@ -144,10 +148,12 @@ class _OutputStream:
                 self.forwarding = False
                 self.reader_left = True
                 return False
-            except OSError:
-                # e.g. the terminal went away: keep reading so the job never blocks on a
-                # full pipe, and keep scanning
+            except OSError as exc:
+                # a full disk, the terminal gone: keep reading so the job never blocks on a
+                # full pipe, and keep scanning; the failure is reported when the job ends
                 self.forwarding = False
+                self.failure = exc
+                self.lost += len(view)
                 return True
             view = view[written:]
         self.last_byte = chunk[-1:]
@@ -177,6 +183,8 @@ class RunOutcome:
     ended_mid_line: bool  # the job's last output did not end a line
     reader_left: bool  # whoever read our output stopped reading: nobody wants more
     debug_level: str | None = None  # TORCH_DISTRIBUTED_DEBUG as the job ran with it
+    output_failure: OSError | None = None  # passing the job's output on failed (ENOSPC...)
+    output_lost: int = 0  # bytes of it that were lost
 
 
 def exit_code_of(returncode: int) -> int:
@@ -305,6 +313,8 @@ def run_job(kb, argv: Sequence[str], lang: str, json_mode: bool = False) -> RunO
         result=summarise(kb, [s.scanner for s in streams]),
         ended_mid_line=any(s.last_byte != b"\n" for s in (last, streams[-1])),
         reader_left=any(s.reader_left for s in streams),
+        output_failure=next((s.failure for s in streams if s.failure is not None), None),
+        output_lost=sum(s.lost for s in streams),
         debug_level=environment.variables.get(DEBUG_ENV),
     )
 
@@ -326,6 +336,12 @@ def run_command(
     if isinstance(outcome, int):
         return outcome
     report(kb, outcome, argv, lang, fmt, report_path)
+    if outcome.output_failure is not None:
+        # the job's output was lost: an error, as it would be for the job writing itself
+        failure = outcome.output_failure
+        reason = failure.strerror or str(failure)
+        _say(tr(kb, "run_output_lost", lang, reason=reason, lost=outcome.output_lost))
+        return outcome.exit_code or ExitCode.INPUT  # a failed job keeps its own code
     return outcome.exit_code
 
 
