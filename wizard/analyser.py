@@ -8,7 +8,7 @@ window, decoded, to `Analyser.analyse`. Everything here works on clean lines (se
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from .kb import Extractor, Family, KnowledgeBase
 from .normalise import LOST, Line, clean_lines, collapse_space
@@ -102,10 +102,12 @@ class Extracted:
         "rejected_names",
         "torch_version",
         "names_cut",
+        "read_on",
     )
 
     def __init__(self) -> None:
         self.names_cut = False
+        self.read_on = False  # a list read on past the message's own lines
         self.ranks: list[int] = []
         self.unused_parameter_indices: list[int] = []
         self.unused_parameter_names: list[str] = []
@@ -345,11 +347,13 @@ class Analyser:
         self.prefixes = kb.line_prefixes
         self.library = kb.library_paths
         self.continues = False  # set per window by `analyse`
+        self._extracted: dict[tuple, Extracted] = {}
 
     def analyse(self, text: str, first_line: int, continues: bool = False) -> list[Finding]:
         """The findings in `text`; `continues`: the log goes on after it (a window's cut), so
         a list of names still open at its end was cut there."""
         self.continues = continues
+        self._extracted: dict[tuple, Extracted] = {}
         lines = clean_lines(text, self.prefixes, first_line)
         findings: list[Finding] = []
         anchored = {i: self._families(line) for i, line in enumerate(lines)}
@@ -499,12 +503,25 @@ class Analyser:
     def _finding(self, family, lines, index, rank, texts, consumed) -> Finding:  # noqa: PLR0913
         context = self._context(lines, index, consumed)
         context_text = "\n".join(line.text for line in context)
+
         # a list of names may run on past the message's BLOCK_LINES: the rest of the window,
         # up to MESSAGE_LINES (what the scanner keeps after an anchor)
-        reach = lines[index + 1 : index + 1 + MESSAGE_LINES]
-        after = [line.text for line in reach if line.rank == rank][len(texts.lines) - 1 :]
+        # (built only when a list header is met: a log with an error on every line has
+        # thousands of messages and no list)
+        def after() -> list[str]:
+            reach = lines[index + 1 : index + 1 + MESSAGE_LINES]
+            return [line.text for line in reach if line.rank == rank][len(texts.lines) - 1 :]
+
         cut = self.continues or index + 1 + MESSAGE_LINES < len(lines)
-        extracted = self._extract(texts.lines, context_text, after, cut)
+        # the same message printed again and again (an error on every line of a log) is
+        # read once: what it holds depends on its lines and its context alone, unless a list
+        # of names in it ran on past them
+        key = (tuple(texts.lines), context_text)
+        extracted = self._extracted.get(key)
+        if extracted is None:
+            extracted = self._extract(texts.lines, context_text, after, cut)
+            if not extracted.read_on:
+                self._extracted[key] = extracted
         facts: dict[str, Any] = dict(family.sets)
         for rule in family.facts:
             if texts.search(rule.pattern):
@@ -535,11 +552,12 @@ class Analyser:
         self,
         block_lines: list[str],
         context_text: str,
-        after: Sequence[str] = (),
+        after: Callable[[], Sequence[str]] = tuple,
         continues: bool = False,
     ) -> Extracted:
         found = Extracted()
         block_text = "\n".join(block_lines)
+        glued = None
         for extractor in self.kb.extractors:
             if _is_name_list(extractor):
                 _record_name_lists(found, extractor, block_lines, after, continues)
@@ -553,7 +571,9 @@ class Analyser:
             matches = [m for text in texts for m in extractor.pattern.finditer(text)]
             if not matches and extractor.field not in _CONTEXT_FIELDS:
                 # a terminal's hard wrap inside the value (`aux_head.wei` / `ght did not ...`)
-                matches = list(extractor.pattern.finditer(collapse_space("".join(block_lines))))
+                if glued is None:  # once per message, not once per extractor
+                    glued = collapse_space("".join(block_lines))
+                matches = list(extractor.pattern.finditer(glued))
             for match in matches:
                 _record(found, extractor, match)
         return found
@@ -589,7 +609,7 @@ def _record_name_lists(  # noqa: PLR0913
     found: Extracted,
     extractor: Extractor,
     lines: list[str],
-    after: Sequence[str] = (),
+    after: Callable[[], Sequence[str]] = tuple,
     continues: bool = False,
 ) -> None:
     """A list of names may run over the lines after its header (wrapped, bulleted, quoted),
@@ -599,7 +619,8 @@ def _record_name_lists(  # noqa: PLR0913
     for number, line in enumerate(lines):
         for match in extractor.pattern.finditer(line):
             start = match.start("value") if "value" in extractor.pattern.groupindex else match.end()
-            following = [*lines[number + 1 :], *after]
+            found.read_on = True
+            following = [*lines[number + 1 :], *after()]
             names, rejected, still_open, last = read_name_list(line[start:], following, line)
             if still_open and continues:
                 found.names_cut = True

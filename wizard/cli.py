@@ -141,6 +141,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     only = argv[0] if argv and argv[0] in COMMANDS else None
     parser = build_parser(Texts(lang_from_argv(argv)), only)
     args = parser.parse_args(argv)
+    for name in ("save", "rules", "answers", "paste"):
+        if getattr(args, name, None) == "":  # `--save ""`: a file name was meant, not none
+            parser.error(parser.texts("cli_err_empty_name", option=f"--{name}"))
     if args.command is not None:
         for name in SESSION_OPTIONS:
             if name == "paste" and args.command == "ask":
@@ -319,9 +322,9 @@ def _print_text(kb, text: str, lang: str, fmt: str) -> None:
     if fmt == "rich":
         from rich.console import Console
 
-        from .render import print_markdown
+        from .render import print_markdown, usable_width
 
-        print_markdown(kb, text, lang, Console(highlight=False))
+        print_markdown(kb, text, lang, Console(highlight=False, width=usable_width()))
     else:
         sys.stdout.write(text)
     sys.stdout.flush()

@@ -106,15 +106,24 @@ def read_sources(kb, paths: Sequence[str], lang: str, max_bytes: int | None):
 
 
 def _distinct(paths: Sequence[str]) -> list[str]:
-    """The paths in order, each file once (`log.txt ./log.txt` is one file)."""
-    seen: set[str] = set()
+    """The paths in order, each file once (`log.txt ./log.txt` is one file, and so are two
+    hard links to it: the same device and inode)."""
+    seen: set = set()
     distinct = []
     for path in paths:
-        key = path if path == "-" else os.path.realpath(path)
+        key = path if path == "-" else _file_key(path)
         if key not in seen:
             seen.add(key)
             distinct.append(path)
     return distinct
+
+
+def _file_key(path: str):
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return os.path.realpath(path)  # its error is reported when it is read
+    return (info.st_dev, info.st_ino)
 
 
 def _scan_one(kb, path: str, lang: str, max_bytes: int | None):
@@ -184,6 +193,18 @@ def _utf16_without_mark(head: bytes) -> str | None:
     return None
 
 
+def _utf32_without_mark(head: bytes) -> str | None:
+    """UTF-32 written without a byte order mark: a first character of plain ASCII text and
+    three zero bytes ("R\\0\\0\\0"). None when it is not."""
+    if len(head) < 4:
+        return None
+    if head[1:4] == b"\0\0\0" and head[0] in _PLAIN_ASCII:
+        return "utf-32-le"
+    if head[:3] == b"\0\0\0" and head[3] in _PLAIN_ASCII:
+        return "utf-32-be"
+    return None
+
+
 class Utf8Reader:
     """A byte stream that reads as UTF-8: a UTF-16 or UTF-32 log with a byte order mark
     (PowerShell's `>` writes UTF-16), or UTF-16 without one, is decoded a block at a time;
@@ -202,7 +223,7 @@ class Utf8Reader:
                 self.pending = head[len(mark) :]
                 break
         else:
-            encoding = _utf16_without_mark(head)
+            encoding = _utf32_without_mark(head) or _utf16_without_mark(head)
             if encoding is not None:
                 self.decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
 

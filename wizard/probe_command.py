@@ -125,7 +125,10 @@ def _print_report(report, lang: str, kb, fmt: str) -> None:
     else:
         from rich.console import Console
 
-        Console(file=sys.stdout, highlight=False).print(report.renderable(lang, kb))
+        from .render import usable_width
+
+        console = Console(file=sys.stdout, highlight=False, width=usable_width())
+        console.print(report.renderable(lang, kb))
     sys.stdout.flush()
 
 

@@ -914,6 +914,22 @@ def framework_name(kb: KnowledgeBase, diagnosis: Diagnosis, lang: str) -> str:
 
 # ---------------------------------------------------------------------------- output
 
+MIN_WIDTH = 20  # narrower than this, rich prints nothing at all (COLUMNS=0): 80 is used
+
+
+def usable_width() -> int | None:
+    """The width for a rich Console: None (rich decides: COLUMNS, the terminal) unless
+    COLUMNS asks for one too narrow to print on, then the terminal's own or 80."""
+    import os
+
+    columns = os.environ.get("COLUMNS", "")
+    if not columns.isdigit() or int(columns) >= MIN_WIDTH:
+        return None
+    try:
+        return max(os.get_terminal_size().columns, MIN_WIDTH)
+    except OSError:
+        return 80
+
 
 def emit(
     kb: KnowledgeBase,
@@ -938,5 +954,6 @@ def emit(
     else:
         from rich.console import Console
 
-        print_rich(kb, report, Console(file=stream, highlight=False), full=full, more=more)
+        console = Console(file=stream, highlight=False, width=usable_width())
+        print_rich(kb, report, console, full=full, more=more)
     stream.flush()
