@@ -230,3 +230,14 @@ def test_module_names_the_probe_prints_are_harmless(tmp_path, lang, fmt):
     if fmt == "json":
         names = [p["name"] for p in json.loads(done.out)["never_reached"]]
         assert any(OSC_TITLE in name for name in names)
+
+
+def test_a_rules_folder_name_with_an_escape_sequence_is_echoed_harmless(tmp_path):
+    rules = tmp_path / f"r{OSC_TITLE}"
+    rules.mkdir()
+    (rules / "signatures.yaml").write_text("families: [\n")
+    done = cli("triage", "--rules", str(rules), "-", input="x\n",
+               env={"XDG_CACHE_HOME": str(tmp_path / "cache")})  # fmt: skip
+    assert done.returncode == 4
+    _assert_nothing_invisible(done.err)
+    assert "\\x1b]0;owned\\x07" in done.err

@@ -508,12 +508,15 @@ def _main(argv: Sequence[str] | None) -> int:
             write_error_document(err.code, err.key, text)
         return int(err.code)
     except RulesError as err:
+        from .foreign import shown
+
         prefix = "规则文件有误" if lang == "zh" else "broken rules file"  # kb may not load
-        sys.stderr.write(f"ddp-doctor: {prefix}: {err}\n")
+        text = shown(str(err))  # it quotes the rules file's path and text
+        sys.stderr.write(f"ddp-doctor: {prefix}: {text}\n")
         if wants_json:
             from .errordoc import write_error_document
 
-            write_error_document(ExitCode.RULES, "rules", f"{prefix}: {err}")
+            write_error_document(ExitCode.RULES, "rules", f"{prefix}: {text}")
         return int(ExitCode.RULES)
     except KeyboardInterrupt:
         sys.stderr.write("\n")
