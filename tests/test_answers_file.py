@@ -35,7 +35,11 @@ def assert_refused(proc: subprocess.CompletedProcess, path: Path, words: str) ->
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and str(path) in lines[0] and words in lines[0], proc.stderr
-    assert proc.stdout == ""
+    if proc.args[-1] == "--json":  # a script still reads one JSON document: the error's
+        error = json.loads(proc.stdout)["error"]
+        assert error["exit_code"] == EXIT_INPUT and lines[0].endswith(error["message"])
+    else:
+        assert proc.stdout == ""
 
 
 def test_deeply_nested_answers_are_refused_without_recursion(tmp_path):

@@ -30,7 +30,7 @@ def test_a_typed_lower_case_message_gets_the_diagnosis_and_is_quoted_as_typed():
     done = cli("triage", "--format", "markdown", "-", input=TYPED + "\n")
     assert done.returncode == ExitCode.OK, done.err  # a known DDP problem was diagnosed
     assert "Parameters that got no gradient" in done.out
-    assert f"> {TYPED}" in done.out  # the user's own line, not the rules' spelling of it
+    assert f"> `{TYPED}`" in done.out  # the user's own line (as code), not the rules' spelling
 
 
 def test_shouted_and_lower_case_messages_of_other_families():

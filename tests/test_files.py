@@ -6,7 +6,6 @@ half-way exactly as a full disk does.
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import subprocess
@@ -80,9 +79,8 @@ def test_write_atomic_writes_through_a_symlink_and_knows_the_same_file(tmp_path)
 # ---------------------------------------------------------------------------- run --report
 
 
-def test_run_report_under_a_file_size_limit_keeps_the_old_report(tmp_path):
+def test_run_report_under_a_file_size_limit_leaves_no_file(tmp_path):
     report = tmp_path / "report.json"
-    report.write_text(OLD)
     result = subprocess.run(
         [*WRAPPER, "run", "--lang", "en", "--report", str(report), "--", *_ddp_death()],
         capture_output=True,
@@ -94,11 +92,11 @@ def test_run_report_under_a_file_size_limit_keeps_the_old_report(tmp_path):
     err = result.stderr.decode()
     assert result.returncode == 1
     assert f"cannot write the report to {report}" in err
-    assert report.read_text() == OLD
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
+    assert list(tmp_path.iterdir()) == []  # no half report, no temporary file
 
 
-def test_run_report_replaces_an_old_report_when_there_is_room(tmp_path):
+def test_run_report_never_replaces_an_old_report(tmp_path):
+    """Issue 22, item 2: an existing file is refused before the job starts, as --save does."""
     report = tmp_path / "report.json"
     report.write_text(OLD)
     result = subprocess.run(
@@ -108,5 +106,6 @@ def test_run_report_replaces_an_old_report_when_there_is_room(tmp_path):
         cwd=ROOT,
         timeout=120,
     )
-    assert result.returncode == 1
-    assert json.loads(report.read_text())["family"] == "unfinished_reduction"
+    assert result.returncode == 3
+    assert "already exists" in result.stderr.decode()
+    assert report.read_text() == OLD

@@ -161,10 +161,10 @@ def _analysed_chars(data: bytes) -> int:
     seen = 0
     original = analyser.Analyser.analyse
 
-    def counting(self, text, first_line):
+    def counting(self, text, first_line, *more):
         nonlocal seen
         seen += len(text)
-        return original(self, text, first_line)
+        return original(self, text, first_line, *more)
 
     analyser.Analyser.analyse = counting
     try:
@@ -199,3 +199,77 @@ def test_many_anchor_lines_stay_bounded():
     result = triage_text(KB, text)
     assert 1 <= len(result.findings) <= triage.MAX_FINDINGS
     assert sum(f.occurrences for f in result.findings) >= 8
+
+
+# ---------------------------------------------------------------------------- name lists
+
+LIST_NAMES = [f"model.block{i}.layer.weight" for i in range(40)]
+LIST_HEAD = (
+    "RuntimeError: Expected to have finished reduction in the prior iteration before starting "
+    "a new one.\nParameters which did not receive grad for rank 0: "
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    cuts=st.lists(st.integers(0, 10_000), max_size=6),
+    data=st.data(),
+    width=st.sampled_from([0, 61, 80, 123]),
+)
+def test_a_damaged_name_list_never_yields_a_name_the_log_does_not_hold(cuts, data, width):
+    """Control characters dropped anywhere into a list (hard-wrapped or not): whatever is read
+    is a name the list holds, never two pieces glued into a new one. (A bare CR splits a line,
+    so inside a hard-wrapped list it would make the wrapped line look short: a line break the
+    hard-wrap reading cannot tell from the list's end; it is drawn only for unwrapped lists.)"""
+    kinds = ["\x00", "\x08", "\x1b", "\x7f"] + ([] if width else ["\r"])
+    controls = data.draw(st.lists(st.sampled_from(kinds), min_size=6, max_size=6))
+    body = ", ".join(LIST_NAMES)
+    if width:
+        body = "\n".join(body[i : i + width] for i in range(0, len(body), width))
+    for cut, control in zip(sorted(set(cuts), reverse=True), controls):
+        at = cut % (len(body) + 1)
+        body = body[:at] + control + body[at:]
+    result = triage_text(KB, LIST_HEAD + body + "\n")
+    for finding in result.findings:
+        assert set(finding.unused_parameter_names) <= set(LIST_NAMES)
+
+
+# ---------------------------------------------------------------------------- foreign text
+
+HOSTILE_PIECES = st.sampled_from(
+    ["`", "``", "```", "[x](http://e.example)", "<img src=x onerror=alert(1)>", "\u202e",
+     "\u2066", "\u2069", "\u200b", "\u009b", "\x1b]0;t\x07", "\x1b[31m", "*", "_", "\\", "|",
+     "中文", " "]
+)  # fmt: skip
+EXAMPLE_LOG = (
+    Path(__file__).resolve().parent.parent / "examples" / "torchrun-unused-module.log"
+).read_text()
+
+
+@settings(max_examples=60, deadline=None)
+@given(code=st.lists(HOSTILE_PIECES, max_size=8), path=st.lists(HOSTILE_PIECES, max_size=8))
+def test_text_from_the_log_never_becomes_markup_or_control(code, path):
+    """Backticks, links, HTML, bidi and control characters in a traceback's code line and
+    file path: the markdown report renders none of them live, and neither it nor the
+    terminal report holds a raw control or invisible character (issue 22, items 3-4)."""
+    import io
+
+    from ddp_doctor.engine import diagnose
+    from ddp_doctor.foreign import escape_invisible
+    from ddp_doctor.render import build_report, print_rich, to_markdown
+    from markdown_it import MarkdownIt
+    from rich.console import Console
+
+    log = EXAMPLE_LOG.replace("    main()", "    main()  # " + "".join(code), 1)
+    log = log.replace("/home/me/project/train.py", "/home/" + "".join(path) + "/t.py", 1)
+    result = triage_text(KB, log)
+    assert result.findings
+    for lang in ("en", "zh"):
+        report = build_report(KB, diagnose(KB, result), lang)
+        markdown = to_markdown(KB, report)
+        html = MarkdownIt("commonmark").render(markdown)
+        assert "<img" not in html and "<a " not in html
+        screen = io.StringIO()
+        print_rich(KB, report, Console(file=screen, width=100), full=True)
+        for text in (markdown, screen.getvalue()):
+            assert escape_invisible(text.replace("\n", "")) == text.replace("\n", "")

@@ -126,7 +126,7 @@ def test_frozen_parameters_are_listed_but_not_problems():
     ]
     assert report.trainable_count == 2
     assert report.frozen_modules == ("backbone",)
-    assert "4 parameters in backbone." in report.render("en")
+    assert "4 parameters in `backbone`." in report.render("en")
 
 
 @torch_test
@@ -256,11 +256,11 @@ def test_rendering_in_both_languages():
     english = report.render("en")
     assert "aux_head.weight" in english and "never reached" in english
     # forward calls aux_head, the loss ignores its output: not "never called"
-    assert "Called in `forward`, but the loss does not use their output: aux_head" in english
+    assert "Called in `forward`, but the loss does not use their output: `aux_head`" in english
     assert "Never called" not in english
     chinese = report.render("zh")
     assert "aux_head.weight" in chinese and "始终没有梯度" in chinese
-    assert "`forward` 中调用了，但 loss 没有用到它们的输出：aux_head" in chinese
+    assert "`forward` 中调用了，但 loss 没有用到它们的输出：`aux_head`" in chinese
     uncalled = probe(pm.make_unused_module).render("en")
     assert "Never called in `forward`: " in uncalled and "Called in" not in uncalled
     assert "Traceback" not in english + chinese

@@ -128,7 +128,7 @@ def test_the_bundled_example_has_a_factory_to_probe():
     )
     assert result.returncode == 1, result.stderr
     assert "| never reached | aux_head.weight | aux_head |" in result.stdout
-    assert "Never called in `forward`: aux_head" in result.stdout
+    assert "Never called in `forward`: `aux_head`" in result.stdout
 
 
 def test_probe_help_says_what_step_is_and_what_steps_means():

@@ -156,3 +156,56 @@ def test_user_message_keeping_the_builtin_placeholders_still_works(tmp_path):
     result = triage_with(rules, tmp_path, text="\x00\x01\x02\x03" * 4000)
     assert result.returncode == 3
     assert "binary junk in <stdin>" in result.err
+
+
+# ---------------------------------------------------------------------------- issue 22, item 26
+
+
+@pytest.mark.parametrize(
+    "pattern", [r"(?s).*.*.*!", r"[\s\S]*[\s\S]*[\s\S]*!", r"(?=(a+))+b", r"(?s).*.*[^a]"]
+)
+def test_slow_hint_regexes_that_match_a_bang_are_refused(tmp_path, pattern):
+    """The timed probe's runs end in `!` and in other characters: a regex ending in `!`
+    (which matches the old probe at once) is still seen to be cubic."""
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "signatures.yaml").write_text(
+        f"families: []\nhints:\n  - pattern: '{pattern}'\n    sets: {{framework: plain}}\n",
+        encoding="utf-8",
+    )
+    result = triage_with(rules, tmp_path, text="x" * 3000 + "\n")
+    assert_rules_error(result, "signatures.yaml:3", "takes more than")
+
+
+def _placeholders(rules, body: str) -> None:
+    rules.mkdir()
+    (rules / "fixes.yaml").write_text("fixes: []\nplaceholders:\n" + body, encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("  evil:\n    - value: '{module:>99999999}'\n", "format spec"),
+        ("  evil:\n    - value: {en: '{module!r}', zh: x}\n", "conversion"),
+        ("  evil:\n    - value: '{module.__class__}'\n", "unknown placeholder"),
+        ("  evil:\n    - value: 'x{evil}{evil}'\n", "uses itself (evil -> evil)"),
+        ("  a:\n    - value: 'x{b}'\n  b:\n    - value: {en: 'y{a}', zh: y}\n", "a -> b -> a"),
+        (
+            "  a:\n    - value: '" + "{b}" * 300 + "'\n  b:\n    - value: '" + "{c}" * 300 + "'\n"
+            "  c:\n    - value: '" + "x" * 300 + "'\n",
+            "longer than",
+        ),
+    ],
+)
+def test_a_rules_files_own_placeholder_values_are_checked(tmp_path, body, expected):
+    rules = tmp_path / "rules"
+    _placeholders(rules, body)
+    result = triage_with(rules, tmp_path)
+    assert_rules_error(result, "fixes.yaml:", expected)
+
+
+def test_placeholder_values_that_use_each_other_sensibly_still_load(tmp_path):
+    rules = tmp_path / "rules"
+    _placeholders(rules, "  mine:\n    - value: 'wrap({device_ids}) around {module}'\n")
+    result = triage_with(rules, tmp_path)
+    assert result.returncode == 1, result.err  # loaded; the line holds no DDP error

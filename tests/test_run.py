@@ -123,14 +123,15 @@ def test_a_ddp_death_is_diagnosed_after_the_jobs_output():
     assert "Traceback" not in err[len(original.decode()) :]
 
 
-def test_json_on_stderr_and_report_file_in_chinese(tmp_path):
+def test_json_on_stdout_and_report_file_in_chinese(tmp_path):
     report = tmp_path / "report.json"
     result = wrap(
         *_stand_in_ddp_death(), options=("--lang", "zh", "--json", "--report", str(report))
     )
     assert result.returncode == 1
-    tail = result.stderr[len(FLAG_ON_ERROR.read_bytes()) :].decode()
-    printed = json.loads(tail)
+    # stdout holds the one JSON document; the job's own stdout went to stderr, before its error
+    printed = json.loads(result.stdout)
+    assert result.stderr.startswith(b"rank 0 step 0 loss 0.5\n" + FLAG_ON_ERROR.read_bytes())
     written = json.loads(report.read_text(encoding="utf-8"))
     assert printed == written
     assert written["lang"] == "zh"

@@ -8,10 +8,10 @@ window, decoded, to `Analyser.analyse`. Everything here works on clean lines (se
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from .kb import Extractor, Family, KnowledgeBase
-from .normalise import Line, clean_lines, collapse_space
+from .normalise import LOST, Line, clean_lines, collapse_space
 from .record import field, record, replace
 
 # typing is only read by type checkers: importing it costs start-up time
@@ -77,6 +77,9 @@ class Finding:
     rejected_names: tuple[str, ...] = ()
     # another rank failed first: its own error may be the cause of this one
     other_rank_error: RankError | None = None
+    # the list of names goes on past the text read (a window of a long log, a list longer
+    # than the analyser reads): `unused_parameter_names` holds the names up to the cut
+    names_cut: bool = False
 
     def identity(self) -> tuple:
         """Two findings with the same identity are the same error printed twice."""
@@ -98,9 +101,13 @@ class Extracted:
         "unused_parameter_names",
         "rejected_names",
         "torch_version",
+        "names_cut",
+        "read_on",
     )
 
     def __init__(self) -> None:
+        self.names_cut = False
+        self.read_on = False  # a list read on past the message's own lines
         self.ranks: list[int] = []
         self.unused_parameter_indices: list[int] = []
         self.unused_parameter_names: list[str] = []
@@ -131,7 +138,8 @@ class Extracted:
 # PyTorch names parameters by attribute path: dotted identifiers (`decoder.0.weight`), ASCII
 # in practice; Chinese text glued to a name after a lost line break ("weight结束") is not one
 _PARAMETER_NAME = re.compile(r"[A-Za-z_]\w*(?:\.\w+)*", re.ASCII)
-_LIST_TOKEN = re.compile(r"\s*([^\s,]+)")
+# (?<!\s): a search over a long run of spaces starts only once, not at every space
+_LIST_TOKEN = re.compile(r"(?<!\s)\s*([^\s,]+)")
 _NUMBERS_ONLY = re.compile(r"^[\d .]+$")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
 _CLOSING = "\"'`.;:)]}>"
@@ -161,6 +169,14 @@ class _ListState:
 def parse_name_list(
     first: str, following: Iterable[str], first_line: str | None = None
 ) -> tuple[list[str], list[str]]:
+    """Names and rejected tokens of a list (see `read_name_list`)."""
+    names, rejected, _, _ = read_name_list(first, following, first_line)
+    return names, rejected
+
+
+def read_name_list(
+    first: str, following: Iterable[str], first_line: str | None = None
+) -> tuple[list[str], list[str], bool, str]:
     """Names in a comma-separated parameter list that may run over several lines.
 
     `first` is the text after the list's header, `following` the lines after it. The list
@@ -168,13 +184,17 @@ def parse_name_list(
     terminal's hard wrap in the middle of a name; it ends at the first token not followed by
     a comma (text glued on after a lost line break: `a.weight Parameter indices ...`).
     `first_line` is the whole line `first` ends (header included): its length tells a hard
-    wrap. Returns (names, rejected tokens).
+    wrap. Returns (names, rejected tokens, open, last): `open` when the lines ran out with
+    the list still going (a comma, or a token that may go on, at the very end); `last` is
+    that last token, already counted among the names: if the text goes on past `following`,
+    it may be the first part of a name cut in two.
     """
     state = _ListState()
     if _scan_list_line(first, state) == "end":
-        return state.names, state.rejected
+        return state.names, state.rejected, False, ""
     previous = first if first_line is None else first_line
     for line in following:
+        original = line  # its length tells a hard wrap, whatever is glued to it below
         bullet = _BULLET.match(line)
         if state.carry:
             glued = _glue(state, previous, line)
@@ -186,11 +206,16 @@ def parse_name_list(
         elif not state.open or not _starts_item(line):
             break
         if _scan_list_line(line, state) == "end":
-            return state.names, state.rejected
-        previous = line
+            return state.names, state.rejected, False, ""
+        previous = original
+    else:
+        carry = state.carry
+        if carry:
+            state.accept(carry, last=True)
+        return state.names, state.rejected, bool(carry) or state.open, carry
     if state.carry:
         state.accept(state.carry, last=True)
-    return state.names, state.rejected
+    return state.names, state.rejected, False, ""
 
 
 def _glue(state: _ListState, previous: str, line: str) -> str | None:
@@ -210,6 +235,19 @@ def _glue(state: _ListState, previous: str, line: str) -> str | None:
         return line[bullet.end() :] if bullet else None
     after = line[token.end() :]
     ends_item = not after.strip() or after.lstrip().startswith(",")
+    first = token.group(1)
+    if LOST in carry or LOST in first:
+        # a character lost or overwritten here (normalise.py): pieces of text, never glued
+        # into a name, and across a hard wrap neither piece is a name; the list goes on
+        wrapped = len(previous) >= _WRAP_WIDTH
+        if wrapped or LOST in carry:
+            state.rejected.append(carry)
+        else:
+            state.accept(carry, last=True)
+        if wrapped or LOST in first:
+            state.rejected.append(first)
+            return after
+        return line
     glued = carry + token.group(1)
     if len(previous) >= _WRAP_WIDTH and ends_item and is_parameter_name(glued.rstrip(_CLOSING)):
         return glued + after
@@ -308,8 +346,14 @@ class Analyser:
         self.source = source
         self.prefixes = kb.line_prefixes
         self.library = kb.library_paths
+        self.continues = False  # set per window by `analyse`
+        self._extracted: dict[tuple, Extracted] = {}
 
-    def analyse(self, text: str, first_line: int) -> list[Finding]:
+    def analyse(self, text: str, first_line: int, continues: bool = False) -> list[Finding]:
+        """The findings in `text`; `continues`: the log goes on after it (a window's cut), so
+        a list of names still open at its end was cut there."""
+        self.continues = continues
+        self._extracted: dict[tuple, Extracted] = {}
         lines = clean_lines(text, self.prefixes, first_line)
         findings: list[Finding] = []
         anchored = {i: self._families(line) for i, line in enumerate(lines)}
@@ -459,7 +503,25 @@ class Analyser:
     def _finding(self, family, lines, index, rank, texts, consumed) -> Finding:  # noqa: PLR0913
         context = self._context(lines, index, consumed)
         context_text = "\n".join(line.text for line in context)
-        extracted = self._extract(texts.lines, context_text)
+
+        # a list of names may run on past the message's BLOCK_LINES: the rest of the window,
+        # up to MESSAGE_LINES (what the scanner keeps after an anchor)
+        # (built only when a list header is met: a log with an error on every line has
+        # thousands of messages and no list)
+        def after() -> list[str]:
+            reach = lines[index + 1 : index + 1 + MESSAGE_LINES]
+            return [line.text for line in reach if line.rank == rank][len(texts.lines) - 1 :]
+
+        cut = self.continues or index + 1 + MESSAGE_LINES < len(lines)
+        # the same message printed again and again (an error on every line of a log) is
+        # read once: what it holds depends on its lines and its context alone, unless a list
+        # of names in it ran on past them
+        key = (tuple(texts.lines), context_text)
+        extracted = self._extracted.get(key)
+        if extracted is None:
+            extracted = self._extract(texts.lines, context_text, after, cut)
+            if not extracted.read_on:
+                self._extracted[key] = extracted
         facts: dict[str, Any] = dict(family.sets)
         for rule in family.facts:
             if texts.search(rule.pattern):
@@ -483,14 +545,22 @@ class Analyser:
             quote=lines[index].text.strip()[:300],
             facts=facts,
             rejected_names=_dedupe(extracted.rejected_names),
+            names_cut=extracted.names_cut,
         )
 
-    def _extract(self, block_lines: list[str], context_text: str) -> Extracted:
+    def _extract(
+        self,
+        block_lines: list[str],
+        context_text: str,
+        after: Callable[[], Sequence[str]] = tuple,
+        continues: bool = False,
+    ) -> Extracted:
         found = Extracted()
         block_text = "\n".join(block_lines)
+        glued = None
         for extractor in self.kb.extractors:
             if _is_name_list(extractor):
-                _record_name_lists(found, extractor, block_lines)
+                _record_name_lists(found, extractor, block_lines, after, continues)
                 continue
             if _is_index_list(extractor):
                 _record_index_lists(found, extractor, block_lines)
@@ -501,7 +571,9 @@ class Analyser:
             matches = [m for text in texts for m in extractor.pattern.finditer(text)]
             if not matches and extractor.field not in _CONTEXT_FIELDS:
                 # a terminal's hard wrap inside the value (`aux_head.wei` / `ght did not ...`)
-                matches = list(extractor.pattern.finditer(collapse_space("".join(block_lines))))
+                if glued is None:  # once per message, not once per extractor
+                    glued = collapse_space("".join(block_lines))
+                matches = list(extractor.pattern.finditer(glued))
             for match in matches:
                 _record(found, extractor, match)
         return found
@@ -533,12 +605,27 @@ def _is_name_list(extractor: Extractor) -> bool:
     return extractor.field == "unused_parameter_names" and extractor.split == ","
 
 
-def _record_name_lists(found: Extracted, extractor: Extractor, lines: list[str]) -> None:
-    """A list of names may run over the lines after its header (wrapped, bulleted, quoted)."""
+def _record_name_lists(  # noqa: PLR0913
+    found: Extracted,
+    extractor: Extractor,
+    lines: list[str],
+    after: Callable[[], Sequence[str]] = tuple,
+    continues: bool = False,
+) -> None:
+    """A list of names may run over the lines after its header (wrapped, bulleted, quoted),
+    also past the message's own lines (`after`: the rest of the text read). A list still
+    going where the text read ends, when the log `continues`, was cut: its last token may
+    be half a name, so it is dropped, never shown or put into code, and the cut is noted."""
     for number, line in enumerate(lines):
         for match in extractor.pattern.finditer(line):
             start = match.start("value") if "value" in extractor.pattern.groupindex else match.end()
-            names, rejected = parse_name_list(line[start:], lines[number + 1 :], line)
+            found.read_on = True
+            following = [*lines[number + 1 :], *after()]
+            names, rejected, still_open, last = read_name_list(line[start:], following, line)
+            if still_open and continues:
+                found.names_cut = True
+                if last and names and names[-1] == last.rstrip(_CLOSING).lstrip("\"'`"):
+                    names.pop()
             for name in names:
                 found.add(extractor.field, name)
             found.rejected_names.extend(rejected)

@@ -33,6 +33,8 @@ def load_answers(path: str) -> dict[str, str]:
         data = yaml.safe_load(text)
     except yaml.YAMLError:
         raise UserError(ExitCode.INPUT, "err_answers_format", path=path) from None
+    except ValueError:  # an integer of over 4300 digits: Python refuses to convert it
+        raise UserError(ExitCode.INPUT, "err_answers_long_number", path=path) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

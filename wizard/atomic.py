@@ -8,11 +8,18 @@ file-size limit or a crash half-way leaves the old file whole and no temporary f
 
 The temporary file is made by `tempfile.mkstemp` (O_CREAT | O_EXCL, mode 0600), so a planted
 file or symlink at its name is never opened. Callers translate the `OSError`s into messages.
+
+An atomic replace is only for regular files. A character device or a FIFO (`/dev/null`,
+`/dev/stdout`, a named pipe a script reads) is written in place: replacing it would turn
+`/dev/full` into a 19 KB file for every process on the machine. A block device (a disk) is
+never written. `follow_symlinks=False` replaces a symlink at `path` itself, never the file
+it points to (a planted `report.json -> ~/.bashrc` must not be overwritten).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -29,6 +36,7 @@ def write_atomic(
     overwrite: bool = True,
     mode: int | None = None,
     encoding: str = "utf-8",
+    follow_symlinks: bool = True,
 ) -> Path:
     """Write `data` to `path` atomically; returns the path actually written.
 
@@ -37,11 +45,16 @@ def write_atomic(
     - `mode`: the new file's permission bits; default: an existing file keeps its own, a new
       one gets what `open()` would give it (0666 less the umask). The cache passes 0600.
     - A symlink at `path` is written through (the link stays, its target gets the content),
-      as a plain `open(path, "w")` would do.
+      as a plain `open(path, "w")` would do; with `follow_symlinks=False` it is replaced (or,
+      with `overwrite=False`, refused as an existing file).
+    - A character device or FIFO (also through a link) is written in place, not replaced.
     """
-    target = Path(os.path.realpath(path))
     payload = data.encode(encoding) if isinstance(data, str) else bytes(data)
-    existing = _existing_mode(target)
+    if special_file(path):
+        _write_in_place(path, payload)
+        return Path(path)
+    target = Path(os.path.realpath(path) if follow_symlinks else os.path.abspath(path))
+    existing = _existing_mode(target, follow_symlinks)
     if existing is not None and not overwrite:
         raise FileExistsError(_errno_exists(), os.strerror(_errno_exists()), str(path))
     final_mode = mode if mode is not None else existing
@@ -76,13 +89,42 @@ def same_file(first: str | os.PathLike[str], second: str | os.PathLike[str]) -> 
         return False
 
 
-def _existing_mode(target: Path) -> int | None:
+def special_file(path: str | os.PathLike[str]) -> bool:
+    """`path` leads (through links too) to a character device or a FIFO: written in place.
+    A block device or a socket raises: no report ever goes there."""
     try:
-        info = os.stat(target)
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return False
+    if stat.S_ISBLK(info.st_mode) or stat.S_ISSOCK(info.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file, a character device or a FIFO", str(path))
+    return stat.S_ISCHR(info.st_mode) or stat.S_ISFIFO(info.st_mode)
+
+
+def _write_in_place(path: str | os.PathLike[str], payload: bytes) -> None:
+    """Write to a device or FIFO as `>` would, without creating or truncating anything.
+
+    O_NONBLOCK for the open only: a FIFO nobody reads fails at once (ENXIO) instead of
+    hanging the command for ever."""
+    fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    try:
+        os.set_blocking(fd, True)
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+def _existing_mode(target: Path, follow_symlinks: bool = True) -> int | None:
+    try:
+        info = os.stat(target) if follow_symlinks else os.lstat(target)
     except FileNotFoundError:
         return None
     if stat.S_ISDIR(info.st_mode):
         raise IsADirectoryError(21, os.strerror(21), str(target))
+    if stat.S_ISLNK(info.st_mode):
+        return _DEFAULT_NEW_MODE & ~_umask()  # the link is replaced by a new file
     return stat.S_IMODE(info.st_mode)
 
 
@@ -103,8 +145,6 @@ def _link_without_clobbering(temporary: str, target: Path, shown: str | os.PathL
 
 
 def _errno_exists() -> int:
-    import errno
-
     return errno.EEXIST
 
 

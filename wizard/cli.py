@@ -34,11 +34,11 @@ FORMATS = ("auto", "rich", "markdown", "text", "json")
 # Help texts are message keys (rules/messages/cli.yaml), translated when help is printed.
 
 
-def _common(parser: argparse.ArgumentParser, top: bool) -> None:
+def _common(parser: argparse.ArgumentParser, top: bool, json_help: str = "cli_help_json") -> None:
     default = {} if top else {"default": argparse.SUPPRESS}
     parser.add_argument("--lang", choices=("en", "zh"), help="cli_help_lang", **default)
     parser.add_argument("--rules", metavar="DIR", help="cli_help_rules", **default)
-    parser.add_argument("--json", action="store_true", help="cli_help_json", **default)
+    parser.add_argument("--json", action="store_true", help=json_help, **default)
     fmt = {"default": "auto"} if top else default
     parser.add_argument("--format", choices=FORMATS, help="cli_help_format", **fmt)
     parser.add_argument("--all", action="store_true", help="cli_help_all", **default)
@@ -120,7 +120,7 @@ def _ask_options(ask: argparse.ArgumentParser) -> None:
 
 def _run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--report", metavar="FILE", help="cli_help_run_report")
-    _common(run, top=False)
+    _common(run, top=False, json_help="cli_help_run_json")
     run.add_argument(
         "argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="cli_help_run_argv"
     )
@@ -142,6 +142,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     only = argv[0] if argv and argv[0] in COMMANDS else None
     parser = build_parser(Texts(lang_from_argv(argv)), only)
     args, extras = parser.parse_known_args(argv)
+    for name in ("save", "rules", "answers", "paste"):
+        if getattr(args, name, None) == "":  # `--save ""`: a file name was meant, not none
+            parser.error(parser.texts("cli_err_empty_name", option=f"--{name}"))
     if args.command is not None:
         # an interview option after the command lands in `extras`: the same explanation as
         # one before it (`triage FILE --save X` and `--save X triage FILE`)
@@ -250,10 +253,9 @@ def cmd_ask(kb, args, lang: str) -> int:
     `--lang` says otherwise); `--json` always prints one JSON document, also when nothing was
     understood (`status: not_understood`, exit code 1).
     """
-    import json
-
     from . import ask, reading
     from .engine import diagnose, next_question
+    from .foreign import dumps
     from .interview import default_family
 
     lang = ask.choose_lang(getattr(args, "lang", None), args.text)
@@ -292,7 +294,7 @@ def cmd_ask(kb, args, lang: str) -> int:
         data.update(kind="diagnosis", status="diagnosed")
         data["understood"] = ask.understood_json(understood)
         data["next_question"] = _question_json(upcoming, lang)
-        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(dumps(data) + "\n")
         return ExitCode.OK
     _print_text(kb, _understood_block(kb, understood, upcoming, lang), lang, fmt)
     _emit(kb, args, diagnosis, lang, fmt)
@@ -302,29 +304,27 @@ def cmd_ask(kb, args, lang: str) -> int:
 def _print_answer(kb, answer, got, lang: str, fmt: str) -> None:
     """An answer, after the readings offered when the question was not clear ("did you mean";
     `candidates` in JSON, empty when it was clear)."""
-    import json
-
     from . import ask, reading
+    from .foreign import dumps
 
     if fmt == "json":
         data = ask.answer_json(answer, lang, got.understood)
         data["candidates"] = reading.candidates_json(kb, got.candidates, lang)
-        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(dumps(data) + "\n")
     else:
         choices = reading.choices_markdown(kb, got.candidates, lang)
         _print_text(kb, choices + ask.answer_markdown(kb, answer, lang), lang, fmt)
 
 
 def _print_not_understood(kb, got, lang: str, fmt: str) -> None:
-    import json
-
     from . import ask, reading
+    from .foreign import dumps
     from .i18n import tr
 
     if fmt == "json":
         data = ask.not_understood_json(kb, lang, got.understood)
         data["candidates"] = reading.candidates_json(kb, got.candidates, lang)
-        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(dumps(data) + "\n")
     else:
         offered = reading.choices_markdown(kb, got.candidates, lang, answered=False)
         hint = tr(kb, ask.nothing_understood_key(kb, got.understood), lang)
@@ -334,9 +334,8 @@ def _print_not_understood(kb, got, lang: str, fmt: str) -> None:
 def _answer_several(kb, post, asking, lang: str, fmt: str) -> bool:
     """A post that asks several questions gets an answer to each (reading.several_answers);
     False when it asks fewer than two that have answers."""
-    import json
-
     from . import ask, reading
+    from .foreign import dumps
     from .i18n import tr
 
     answers = reading.several_answers(kb, post, asking, lang)
@@ -344,7 +343,7 @@ def _answer_several(kb, post, asking, lang: str, fmt: str) -> bool:
         return False
     if fmt == "json":
         data = reading.post_json(answers, lang, kb, ask.answer_json)
-        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(dumps(data) + "\n")
         return True
     parts = []
     for number, (question, answer, got) in enumerate(answers, 1):
@@ -392,16 +391,16 @@ def _print_text(kb, text: str, lang: str, fmt: str) -> None:
     if fmt == "rich":
         from rich.console import Console
 
-        from .render import print_markdown
+        from .render import print_markdown, usable_width
 
-        print_markdown(kb, text, lang, Console(highlight=False))
+        print_markdown(kb, text, lang, Console(highlight=False, width=usable_width()))
     else:
         sys.stdout.write(text)
     sys.stdout.flush()
 
 
 def cmd_questions(kb, args, lang: str) -> int:
-    import json
+    from .foreign import dumps
 
     rows = [
         {
@@ -415,7 +414,7 @@ def cmd_questions(kb, args, lang: str) -> int:
         for q in kb.questions
     ]
     if _wants_json(args):
-        sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(dumps(rows) + "\n")
         return ExitCode.OK
     for row in rows:
         sys.stdout.write(f"{row['id']}: {row['text']}\n")
@@ -524,6 +523,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = _main(argv)
         except SystemExit as exc:  # argparse: --help, --version, usage errors
             code = exc.code if isinstance(exc.code, int) else int(ExitCode.USAGE)
+            message = getattr(exc, "usage_message", None)
+            if message is not None and _json_wanted(argv):
+                from .errordoc import write_error_document
+
+                write_error_document(code, "usage", message)
         code = guard.finish(code, lambda reason: _say_output_failed(argv, reason))
     if argv is None:  # run as the program, not called from Python: the process ends now
         # The interpreter's last garbage collection would walk every object the run made
@@ -547,12 +551,19 @@ def _say_output_failed(argv: Sequence[str] | None, reason: str) -> None:
     sys.stderr.write(f"ddp-doctor: {text}\n")
 
 
+def _json_wanted(argv: Sequence[str] | None) -> bool:
+    from .errordoc import json_in_argv
+
+    return json_in_argv(sys.argv[1:] if argv is None else argv)
+
+
 def _main(argv: Sequence[str] | None) -> int:
     args = parse(argv)  # before importing the rest: `--help` needs none of it
     from .kb import RulesError, load
 
     lang = _lang(args)
     kb = None
+    wants_json = _wants_json(args)
     try:
         kb = load(getattr(args, "rules", None))
         if args.command is None:
@@ -561,22 +572,36 @@ def _main(argv: Sequence[str] | None) -> int:
             handler = COMMANDS[args.command]
         return int(handler(kb, args, lang))
     except UserError as err:
-        _print_user_error(kb, err, lang)
+        text = _print_user_error(kb, err, lang)
+        if wants_json:
+            from .errordoc import write_error_document
+
+            write_error_document(err.code, err.key, text)
         return int(err.code)
     except RulesError as err:
+        from .foreign import shown
+
         prefix = "规则文件有误" if lang == "zh" else "broken rules file"  # kb may not load
-        sys.stderr.write(f"ddp-doctor: {prefix}: {err}\n")
+        text = shown(str(err))  # it quotes the rules file's path and text
+        sys.stderr.write(f"ddp-doctor: {prefix}: {text}\n")
+        if wants_json:
+            from .errordoc import write_error_document
+
+            write_error_document(ExitCode.RULES, "rules", f"{prefix}: {text}")
         return int(ExitCode.RULES)
     except KeyboardInterrupt:
         sys.stderr.write("\n")
         return int(ExitCode.INTERRUPTED)
 
 
-def _print_user_error(kb, err: UserError, lang: str) -> None:
+def _print_user_error(kb, err: UserError, lang: str) -> str:
+    from .foreign import shown_fields
     from .i18n import tr
 
-    text = tr(kb, err.key, lang, **err.fields) if kb is not None else err.key
+    # the fields hold what the user typed or a file held (names, answers): escapes only
+    text = tr(kb, err.key, lang, **shown_fields(err.fields)) if kb is not None else err.key
     sys.stderr.write(f"ddp-doctor: {text}\n")
+    return text
 
 
 if __name__ == "__main__":

@@ -203,5 +203,13 @@ class Parser(argparse.ArgumentParser):
             return super().format_usage()
 
     def error(self, message: str):
+        from .foreign import shown
+
+        # argparse quotes what was typed ("invalid choice: '...'"): escapes only, line by line
+        message = "\n".join(shown(line) for line in message.split("\n"))
         with _argparse_speaks(self.texts):
-            super().error(message)
+            try:
+                super().error(message)
+            except SystemExit as exc:
+                exc.usage_message = message  # for the JSON error document under --json
+                raise

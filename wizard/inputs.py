@@ -83,6 +83,7 @@ def read_sources(kb, paths: Sequence[str], lang: str, max_bytes: int | None):
     stderr and the others are still diagnosed; only when none is usable is it an error. The
     same file named twice is read once.
     """
+    from .foreign import shown_fields
     from .i18n import tr
     from .triage import summarise
 
@@ -95,7 +96,7 @@ def read_sources(kb, paths: Sequence[str], lang: str, max_bytes: int | None):
                 raise
             problems.append(problem)
     for problem in problems[0 if scanners else 1 :]:
-        warn("ddp-doctor: " + tr(kb, problem.key, lang, **problem.fields))
+        warn("ddp-doctor: " + tr(kb, problem.key, lang, **shown_fields(problem.fields)))
     if not scanners:
         raise problems[0]
     result = summarise(kb, scanners)
@@ -105,18 +106,28 @@ def read_sources(kb, paths: Sequence[str], lang: str, max_bytes: int | None):
 
 
 def _distinct(paths: Sequence[str]) -> list[str]:
-    """The paths in order, each file once (`log.txt ./log.txt` is one file)."""
-    seen: set[str] = set()
+    """The paths in order, each file once (`log.txt ./log.txt` is one file, and so are two
+    hard links to it: the same device and inode)."""
+    seen: set = set()
     distinct = []
     for path in paths:
-        key = path if path == "-" else os.path.realpath(path)
+        key = path if path == "-" else _file_key(path)
         if key not in seen:
             seen.add(key)
             distinct.append(path)
     return distinct
 
 
+def _file_key(path: str):
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return os.path.realpath(path)  # its error is reported when it is read
+    return (info.st_dev, info.st_ino)
+
+
 def _scan_one(kb, path: str, lang: str, max_bytes: int | None):
+    from .foreign import shown
     from .i18n import tr
     from .triage import scan_stream
 
@@ -142,7 +153,7 @@ def _scan_one(kb, path: str, lang: str, max_bytes: int | None):
     if not scanner.nonblank:
         raise UserError(ExitCode.INPUT, "err_empty", path=source)
     if scanner.hit_byte_limit:
-        warn(tr(kb, "warn_byte_limit", lang, path=source, limit=max_bytes))
+        warn(tr(kb, "warn_byte_limit", lang, path=shown(source), limit=max_bytes))
     if scanner.looks_binary and not scanner.finish():
         raise UserError(ExitCode.INPUT, "err_binary", path=source)
     return scanner
@@ -182,6 +193,18 @@ def _utf16_without_mark(head: bytes) -> str | None:
     return None
 
 
+def _utf32_without_mark(head: bytes) -> str | None:
+    """UTF-32 written without a byte order mark: a first character of plain ASCII text and
+    three zero bytes ("R\\0\\0\\0"). None when it is not."""
+    if len(head) < 4:
+        return None
+    if head[1:4] == b"\0\0\0" and head[0] in _PLAIN_ASCII:
+        return "utf-32-le"
+    if head[:3] == b"\0\0\0" and head[3] in _PLAIN_ASCII:
+        return "utf-32-be"
+    return None
+
+
 class Utf8Reader:
     """A byte stream that reads as UTF-8: a UTF-16 or UTF-32 log with a byte order mark
     (PowerShell's `>` writes UTF-16), or UTF-16 without one, is decoded a block at a time;
@@ -200,7 +223,7 @@ class Utf8Reader:
                 self.pending = head[len(mark) :]
                 break
         else:
-            encoding = _utf16_without_mark(head)
+            encoding = _utf32_without_mark(head) or _utf16_without_mark(head)
             if encoding is not None:
                 self.decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
 

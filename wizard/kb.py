@@ -304,6 +304,11 @@ def _read_yaml(path: str, trusted: bool = True) -> Any:
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise RulesError(path, line, f"invalid YAML: {problem}") from None
+    except ValueError:  # an integer of over 4300 digits: Python refuses to convert it
+        raise RulesError(path, None, TOO_LONG_NUMBER) from None
+
+
+TOO_LONG_NUMBER = "a number with more than 4300 digits (put it in quotes if it is text)"
 
 
 def _merge_by_id(base: list, extra: list) -> list:

@@ -17,6 +17,14 @@ from .record import record
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]?")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# A control character (NUL, a bare CR) between two characters of a name (word or dot)
+# stands where a character was lost or overwritten: `model.head.weight\0evil` is neither
+# `model.head.weightevil` nor `model.head.weight`. U+FFFD marks the spot (on both sides of a
+# CR, which still breaks the line), so no name is glued from the two parts: tokens holding
+# it are text, never names.
+LOST = "\ufffd"
+_GLUING_CONTROL = re.compile(r"(?<=[\w.])[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]+(?=[\w.])")
+_GLUING_CR = re.compile(r"(?<=[\w.])\r(?=[\w.])")
 _SPACE_RUN = re.compile(r"\s+")
 
 
@@ -62,6 +70,8 @@ def clean_lines(text: str, prefixes: Sequence[re.Pattern], first_number: int = 1
     """Split `text` into normalised lines; `first_number` is the source line of its start."""
     lines: list[Line] = []
     text = strip_ansi(text)
+    if "\r" in text or _CONTROL.search(text):
+        text = _GLUING_CR.sub(LOST + "\r" + LOST, _GLUING_CONTROL.sub(LOST, text))
     # a prefix whose needed text is nowhere in the window cannot start a line of it (and a
     # rules prefix not compiled yet then never is: see kb.LazyPattern)
     prefixes = [p for p in prefixes if getattr(p, "could_match", _ANY)(text)]

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
-import json
 import os
 import re
 import sys
 from pathlib import Path
 from typing import Callable
 
+from .errordoc import write_error_document
 from .errors import ExitCode
+from .foreign import dumps, shown_fields
 from .probe_core import ProbeError, find_unused_parameters, kind_of, one_line
 
 # ---------------------------------------------------------------------------- CLI entry
@@ -45,42 +47,77 @@ def run_probe_command(
 
     lang = resolve_lang(lang)
 
+    fmt = fmt or ("json" if as_json else "rich")
+
     def fail(key: str, **fields: object) -> int:
-        print(tr(kb, key, lang, **fields), file=sys.stderr)
+        text = tr(kb, key, lang, **shown_fields(fields))
+        print(text, file=sys.stderr)
+        if fmt == "json":  # a script still reads one JSON document on stdout
+            write_error_document(ExitCode.CANNOT_PROBE, key, text)
         return ExitCode.CANNOT_PROBE
 
     try:
         import torch
     except ImportError:
         return fail("probe_cli_no_torch", python=sys.executable)
+    # The target's own output (prints at import, in the factory, in the step) goes to stderr:
+    # stdout holds the report alone, so `probe --json` is one JSON document
+    with _output_to_stderr():
+        outcome = _probe(target, steps, confirm_with_ddp, torch)
+    if isinstance(outcome, _TargetError):
+        return fail(outcome.key, **outcome.fields)
+    _print_report(outcome, lang, kb, fmt)
+    return ExitCode.OK if outcome.ok else ExitCode.PROBLEMS_FOUND
+
+
+def _probe(target: str, steps: int, confirm_with_ddp: bool, torch):
+    """Import the target, make the model and step, probe: the report, or what went wrong."""
     try:
         factory, factory_name = _load_factory(target)
     except _TargetError as exc:
-        return fail(exc.key, **exc.fields)
+        return exc
     try:
         made = factory()
     except (Exception, SystemExit) as exc:
-        return fail("probe_cli_factory_failed", factory=factory_name, error=one_line(exc))
+        return _TargetError("probe_cli_factory_failed", factory=factory_name, error=one_line(exc))
     if not (
         isinstance(made, (tuple, list))
         and len(made) == 2
         and isinstance(made[0], torch.nn.Module)
         and callable(made[1])
     ):
-        return fail("probe_cli_bad_factory_result", factory=factory_name, kind=kind_of(made))
+        return _TargetError(
+            "probe_cli_bad_factory_result", factory=factory_name, kind=kind_of(made)
+        )
     model, step = made
     try:
-        report = find_unused_parameters(model, step, steps=steps, confirm_with_ddp=confirm_with_ddp)
+        return find_unused_parameters(model, step, steps=steps, confirm_with_ddp=confirm_with_ddp)
     except ProbeError as exc:
-        return fail(exc.key, **exc.fields)
+        return _TargetError(exc.key, **exc.fields)
 
-    _print_report(report, lang, kb, fmt or ("json" if as_json else "rich"))
-    return ExitCode.OK if report.ok else ExitCode.PROBLEMS_FOUND
+
+@contextlib.contextmanager
+def _output_to_stderr():
+    """Descriptor 1 and `sys.stdout` point at stderr for the duration: Python's `print` and
+    C code writing to fd 1 alike. Restored, and flushed in order, afterwards."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stderr.flush()
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _print_report(report, lang: str, kb, fmt: str) -> None:
     if fmt == "json":
-        sys.stdout.write(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(dumps(report.to_dict()) + "\n")
     elif fmt == "markdown":
         from .probe_report import to_markdown
 
@@ -88,7 +125,10 @@ def _print_report(report, lang: str, kb, fmt: str) -> None:
     else:
         from rich.console import Console
 
-        Console(file=sys.stdout, highlight=False).print(report.renderable(lang, kb))
+        from .render import usable_width
+
+        console = Console(file=sys.stdout, highlight=False, width=usable_width())
+        console.print(report.renderable(lang, kb))
     sys.stdout.flush()
 
 

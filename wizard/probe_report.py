@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .foreign import code_span
+from .foreign import shown as _shown
 from .i18n import tr
 
 # Lists of code names (modules, parameters) use ", " in both languages: it is code, not prose.
@@ -64,7 +66,8 @@ def _lines_before_table(report, t, lang: str) -> list[_Line]:
 
 def _lines_after_table(report, t) -> list[_Line]:
     def names(modules) -> str:
-        return _NAME_SEPARATOR.join(m or t("probe_root_module") for m in modules)
+        # code spans: a module's name is the user's text, never markdown of its own
+        return _NAME_SEPARATOR.join(code_span(m) if m else t("probe_root_module") for m in modules)
 
     lines: list[_Line] = []
     if report.uncalled_modules:
@@ -81,8 +84,10 @@ def _lines_after_table(report, t) -> list[_Line]:
         if group:
             lines.append(_Line("• " + t(key)))
     if report.frozen:
-        modules = [m or t("probe_root_module") for m in report.frozen_modules]
-        modules = modules or sorted({p.module or t("probe_root_module") for p in report.frozen})
+        modules = [code_span(m) if m else t("probe_root_module") for m in report.frozen_modules]
+        modules = modules or sorted(
+            {code_span(p.module) if p.module else t("probe_root_module") for p in report.frozen}
+        )
         shown = _NAME_SEPARATOR.join(modules[:8]) + ("…" if len(modules) > 8 else "")
         lines.append(_Line(t("probe_frozen_note", count=len(report.frozen), modules=shown), "dim"))
     verdict = report.ddp_verdict
@@ -93,7 +98,7 @@ def _lines_after_table(report, t) -> list[_Line]:
         elif verdict.error is None:
             lines.append(_Line(t("probe_ddp_clean", steps=report.steps + 1), "green"))
         else:
-            lines.append(_Line(verdict.error, "red", code=True))
+            lines.append(_Line(_shown(verdict.error), "red", code=True))
     return lines
 
 
@@ -109,9 +114,11 @@ def _rows(report, t) -> list[tuple[str, str, list[str]]]:
             rows.append((kind, style, info))
     out = []
     for kind, style, info in rows[:MAX_TABLE_ROWS]:
-        name = info.name
+        # names come from the user's model: `add_module` takes any string without a dot
+        name = _shown(info.name)
         if info.aliases:
-            name += "\n" + t("probe_tied", names=_NAME_SEPARATOR.join(info.aliases))
+            aliases = _NAME_SEPARATOR.join(map(_shown, info.aliases))
+            name += "\n" + t("probe_tied", names=aliases)
         if kind == "probe_kind_multiple":
             reached = "\n".join(
                 t("probe_steps_losses", step=n, losses="+".join(map(str, losses)))
@@ -121,8 +128,8 @@ def _rows(report, t) -> list[tuple[str, str, list[str]]]:
         else:
             reached = ", ".join(map(str, info.steps_reached)) or t("probe_steps_none")
         shape = "×".join(map(str, info.shape)) or "()"
-        out.append((kind, style, [t(kind), name, info.module or t("probe_root_module"), shape,
-                                  reached]))  # fmt: skip
+        module = _shown(info.module) if info.module else t("probe_root_module")
+        out.append((kind, style, [t(kind), name, module, shape, reached]))
     return out
 
 
@@ -175,13 +182,18 @@ def to_markdown(report, lang: str, kb) -> str:
         if hidden > 0:
             out += ["", t("probe_more_rows", count=hidden)]
     for line in _lines_after_table(report, t):
-        out += ["", "```", line.text, "```"] if line.code else ["", line.text]
+        fence = "`" * max(3, 1 + max(map(len, re.findall("`+", line.text)), default=0))
+        out += ["", fence, line.text, fence] if line.code else ["", line.text]
     return "\n".join(out) + "\n"
 
 
 def _cell(text: str) -> str:
-    """A markdown table cell: a bar is escaped, a line break becomes <br>."""
-    return text.replace("|", "\\|").replace("\n", "<br>")
+    """A markdown table cell: a bar, a backtick, brackets and angle brackets are escaped (a
+    module's name must not become a link or HTML), a line break becomes <br>."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\g<0>", text).replace("\n", "<br>")
+
+
+_MARKDOWN_SPECIAL = re.compile(r"[|`<>\[\]\\]")
 
 
 def _row_count(report) -> int:

@@ -236,6 +236,11 @@ def _class_chars(items, ignore_case: bool) -> set[str]:
 PROBE_LENGTH = (
     20_000  # characters per probing run: linear regexes need milliseconds, quadratic ones seconds
 )
+# How a probing run ends: a regex that ends in `!` matches a run ending in `!` at once and
+# must also meet one that ends otherwise (`(?s).*.*.*!` is cubic on a run with no `!`); NUL
+# stands for any character a rule does not expect, and the bare run for a regex whose last
+# part is a class (`.*.*[^a]`).
+_PROBE_ENDS = ("!", "\n!", "\x00", "\n\x00", "")
 _GENERIC_UNITS = (" ", "a", "1", "a,", "a ", "[rank1]: ", "中", "\t", "/", ".")
 
 
@@ -266,7 +271,7 @@ def runs_in_time(pattern: str, flags: int, budget: float) -> bool:
         signal.setitimer(signal.ITIMER_REAL, budget)
         for unit in units:
             run = unit * (PROBE_LENGTH // len(unit))
-            for end in ("!", "\n!"):
+            for end in _PROBE_ENDS:
                 regex.search(run + end)
         return True
     except _TimeUp:

@@ -7,11 +7,11 @@ terminal) need nothing but the standard library, which keeps `triage --json` fas
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 
 from .engine import AskedQuestion, ConditionalFix, Diagnosis, RankedFix, condition_holds, settings
+from .foreign import code_span, dumps, shorten, shown
 from .i18n import tr
 from .kb import KnowledgeBase, Text
 from .record import record
@@ -119,7 +119,7 @@ def fields_for(
     fields = {
         "module": module_expression(modules[0]) if modules else unnamed,
         "modules": ", ".join(module_expression(m) for m in modules) or unnamed,
-        "param_names": ", ".join(dict.fromkeys(names)) or tr(kb, "snippet_unnamed_params", lang),
+        "param_names": _names_comment(names) or tr(kb, "snippet_unnamed_params", lang),
     }
     # rules placeholders (fixes.yaml): the first value whose `when` holds; a value may use
     # another placeholder ({wrap} uses {device_ids}), so fill until nothing changes
@@ -129,6 +129,21 @@ def fields_for(
     for _ in range(3):
         fields = {k: fill_quietly(v, fields) for k, v in fields.items()}
     return fields
+
+
+def _names_comment(names: Sequence[str], limit: int = 12) -> str:
+    """The parameter names for a comment in code: the first `limit`, each cut in the middle
+    when very long, and how many more (100,000 names make no comment anyone reads)."""
+    unique = list(dict.fromkeys(names))
+    shown = ", ".join(shorten(n, SHOWN_NAME_CHARS) for n in unique[:limit])
+    more = len(unique) - limit
+    return shown + (f", … (+{more})" if more > 0 else "")
+
+
+def prose_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields for sentences (titles, reasons, questions): a name from the log cut in the
+    middle when very long. Code keeps the whole name: it must run."""
+    return {k: shorten(v, SHOWN_PATH_CHARS) if isinstance(v, str) else v for k, v in fields.items()}
 
 
 def fill_quietly(template: str, fields: Mapping[str, str]) -> str:
@@ -157,7 +172,8 @@ def fix_view(
     kb: KnowledgeBase | None = None,
 ) -> FixView:
     fix = entry.fix
-    fields = {**snippet_fields(diagnosis, kb, lang), "said": said}
+    code_fields = {**snippet_fields(diagnosis, kb, lang), "said": said}
+    fields = prose_fields(code_fields)
     framework = diagnosis.framework
     snippet = fix.snippets.get(framework)
     if snippet is None and fix.snippets["pytorch"].any_framework:
@@ -176,7 +192,7 @@ def fix_view(
         framework="pytorch" if fallback else framework,  # the snippet's own spelling
         framework_fallback=fallback and framework != "pytorch",
         language=snippet.language,
-        code=(_fill(snippet.code, lang, fields) or "").rstrip(),
+        code=(_fill(snippet.code, lang, code_fields) or "").rstrip(),
         score=round(entry.score, 3),
     )
 
@@ -195,7 +211,7 @@ def _warning_text(
 def question_text(asked: AskedQuestion, lang: str) -> str:
     template = asked.question.text.get(lang)
     try:
-        return template.format(**asked.fields)
+        return template.format(**prose_fields(asked.fields))
     except (KeyError, IndexError, ValueError):
         return template
 
@@ -253,7 +269,7 @@ def conditional_view(
 
 
 def build_report(kb: KnowledgeBase, diagnosis: Diagnosis, lang: str) -> Report:
-    fields = snippet_fields(diagnosis, kb, lang)
+    fields = prose_fields(snippet_fields(diagnosis, kb, lang))
     family = kb.family(diagnosis.family) if diagnosis.family else None
     conf = settings(kb)
     shown = conf["shown_causes"]
@@ -410,6 +426,7 @@ def _finding_json(f) -> dict[str, Any]:
         "ranks": list(f.ranks),
         "unused_parameter_indices": list(f.unused_parameter_indices),
         "unused_parameter_names": list(f.unused_parameter_names),
+        "unused_parameter_names_cut": f.names_cut,
         "unused_modules": list(f.unused_modules),
         "torch_version": f.torch_version,
         "find_unused_parameters_enabled": f.find_unused_parameters_enabled,
@@ -468,7 +485,7 @@ def _fix_json(view: FixView) -> dict[str, Any]:
 
 
 def to_json(report: Report) -> str:
-    return json.dumps(to_json_data(report), ensure_ascii=False, indent=2)
+    return dumps(to_json_data(report))
 
 
 # ---------------------------------------------------------------------------- markdown
@@ -627,8 +644,8 @@ def _findings_markdown(kb: KnowledgeBase, report: Report) -> list[str]:
     for f in grouped_findings(report.diagnosis.findings):
         family = kb.family(f.family)
         title = family.title.get(lang) if family else f.family
-        out.append(f"- **{title}** — `{f.source}:{f.line}`")
-        out.append(f"  > {short_quote(f.quote)}")
+        out.append(f"- **{title}** — {code_span(_place(f.source, f.line))}")
+        out.append(f"  > {code_span(short_quote(f.quote))}")
         for label, value in _finding_facts(kb, f, lang):
             out.append("  - " + tr(kb, "label_value", lang, label=label, value=value))
     return out + [""] if out else out
@@ -637,7 +654,8 @@ def _findings_markdown(kb: KnowledgeBase, report: Report) -> list[str]:
 def other_rank_error_row(kb: KnowledgeBase, f, lang: str) -> tuple[str, str]:
     """(label, value) of the error another rank printed first (the finding has one)."""
     first = f.other_rank_error
-    value = tr(kb, "value_rank_error", lang, rank=first.rank, line=first.line, text=first.text)
+    text = code_span(shorten(first.text, SHOWN_PATH_CHARS))
+    value = tr(kb, "value_rank_error", lang, rank=first.rank, line=first.line, text=text)
     return tr(kb, "label_other_rank_error", lang), value
 
 
@@ -648,13 +666,14 @@ def _finding_facts(kb: KnowledgeBase, f, lang: str, full: bool = True) -> list[t
         rows.append((tr(kb, "label_ranks", lang), ", ".join(map(str, f.ranks))))
     if f.other_rank_error:
         rows.append(other_rank_error_row(kb, f, lang))
-    if f.unused_modules:
-        rows.append((tr(kb, "label_modules", lang), ", ".join(f"`{m}`" for m in f.unused_modules)))
     limit = 12 if full else 6
+    if f.unused_modules:
+        rows.append((tr(kb, "label_modules", lang), _name_row(f.unused_modules, limit)))
     if f.unused_parameter_names:
-        names = ", ".join(f"`{n}`" for n in f.unused_parameter_names[:limit])
-        more = len(f.unused_parameter_names) - limit
-        rows.append((tr(kb, "label_names", lang), names + (f" (+{more})" if more > 0 else "")))
+        row = _name_row(f.unused_parameter_names, limit)
+        if f.names_cut:  # where the list was cut, so no one takes it for the whole list
+            row += tr(kb, "names_cut", lang, count=len(f.unused_parameter_names))
+        rows.append((tr(kb, "label_names", lang), row))
     if f.unused_parameter_indices and (full or not f.unused_parameter_names):
         indices = " ".join(map(str, f.unused_parameter_indices[:30]))
         rows.append((tr(kb, "label_indices", lang), indices))
@@ -664,13 +683,33 @@ def _finding_facts(kb: KnowledgeBase, f, lang: str, full: bool = True) -> list[t
         key = "value_yes" if f.find_unused_parameters_enabled else "value_no"
         rows.append((tr(kb, "label_flag", lang), tr(kb, key, lang)))
     if f.torch_version:
-        rows.append((tr(kb, "label_torch", lang), f.torch_version))
+        rows.append((tr(kb, "label_torch", lang), shown(f.torch_version)))
     for frame in f.user_frames[-2:]:
-        code = f" — `{frame.code}`" if frame.code else ""
-        rows.append((tr(kb, "label_user_code", lang), f"`{frame.file}:{frame.line}`{code}"))
+        code = f" — {code_span(shorten(frame.code, SHOWN_PATH_CHARS))}" if frame.code else ""
+        rows.append(
+            (tr(kb, "label_user_code", lang), code_span(_place(frame.file, frame.line)) + code)
+        )
     if f.occurrences > 1:
         rows.append((tr(kb, "label_occurrences", lang), str(f.occurrences)))
     return rows
+
+
+# what a finding's row shows of names from the log: enough to recognise each, never all of
+# a 256 KiB name or of 100,000 names (the terminal's wrapping is quadratic in a line's length)
+SHOWN_NAME_CHARS = 120
+SHOWN_PATH_CHARS = 240
+
+
+def _place(source: str, line: int) -> str:
+    """`file:line` of a log or a frame, its path cut in the middle when very long."""
+    return f"{shorten(source, SHOWN_PATH_CHARS)}:{line}"
+
+
+def _name_row(names: Sequence[str], limit: int) -> str:
+    """The first `limit` names as code, each cut in the middle if long, and how many more."""
+    row = ", ".join(code_span(shorten(n, SHOWN_NAME_CHARS)) for n in names[:limit])
+    more = len(names) - limit
+    return row + (f" (+{more})" if more > 0 else "")
 
 
 # ---------------------------------------------------------------------------- terminal
@@ -689,12 +728,21 @@ class _Out:
         return tr(self.kb, key, self.lang, **fields)
 
     def inline(self, text: str, base: str = ""):
-        """`code` spans in rules texts become cyan; everything else stays literal."""
+        """`code` spans become cyan (closed by a backtick run as long as the one that opened
+        them, as in markdown: `code_span` quotes log text that holds backticks); everything
+        else stays literal."""
         from rich.text import Text as RichText
 
         rich_text = RichText()
-        for i, part in enumerate(text.split("`")):
-            rich_text.append(part, style=f"{base} cyan".strip() if i % 2 else base)
+        done = 0
+        for span in _CODE_SPAN.finditer(text):
+            rich_text.append(text[done : span.start()], style=base)
+            body = span.group("body")
+            if body[:1] == body[-1:] == " " and body.strip(" "):
+                body = body[1:-1]
+            rich_text.append(body, style=f"{base} cyan".strip())
+            done = span.end()
+        rich_text.append(text[done:], style=base)
         return rich_text
 
     def para(self, text, indent: int = 0, style: str = "") -> None:
@@ -732,6 +780,9 @@ class _Out:
     def blank(self) -> None:
         self.console.print()
 
+
+# a markdown code span: a backtick run, then the shortest text up to a run of the same length
+_CODE_SPAN = re.compile(r"(?<!`)(?P<fence>`+)(?!`)(?P<body>.+?)(?<!`)(?P=fence)(?!`)", re.S)
 
 # the inline marks of the markdown ddp-doctor writes: `code`, **bold**, *italic*; compiled
 # by `re`'s own cache when `ask` first prints in a terminal, not when a report is imported
@@ -913,12 +964,19 @@ def _rich_diagnosis(out: _Out, report: Report, full: bool) -> None:
         out.para(report.family_summary, indent=2)
     for f in grouped_findings(report.diagnosis.findings):
         if full:
-            out.para(f"{f.source}:{f.line}", indent=2, style="dim")
-            out.para(short_quote(f.quote), indent=2, style="italic")
+            out.para(_literal(_place(f.source, f.line), "dim"), indent=2)
+            out.para(_literal(short_quote(f.quote), "italic"), indent=2)
         for label, value in _finding_facts(out.kb, f, out.lang, full):
             row = out.inline(out.t("label_value", label=label, value=""), "bold")
             out.para(out.inline("• ") + row + out.inline(value), indent=2)
     out.blank()
+
+
+def _literal(text: str, style: str):
+    """Text from the log for the terminal: escapes shown, no marks read."""
+    from rich.text import Text as RichText
+
+    return RichText(shown(text), style=style)
 
 
 def _rich_causes(out: _Out, report: Report, full: bool) -> None:
@@ -975,6 +1033,22 @@ def framework_name(kb: KnowledgeBase, diagnosis: Diagnosis, lang: str) -> str:
 
 # ---------------------------------------------------------------------------- output
 
+MIN_WIDTH = 20  # narrower than this, rich prints nothing at all (COLUMNS=0): 80 is used
+
+
+def usable_width() -> int | None:
+    """The width for a rich Console: None (rich decides: COLUMNS, the terminal) unless
+    COLUMNS asks for one too narrow to print on, then the terminal's own or 80."""
+    import os
+
+    columns = os.environ.get("COLUMNS", "")
+    if not columns.isdigit() or int(columns) >= MIN_WIDTH:
+        return None
+    try:
+        return max(os.get_terminal_size().columns, MIN_WIDTH)
+    except OSError:
+        return 80
+
 
 def emit(
     kb: KnowledgeBase,
@@ -999,5 +1073,6 @@ def emit(
     else:
         from rich.console import Console
 
-        print_rich(kb, report, Console(file=stream, highlight=False), full=full, more=more)
+        console = Console(file=stream, highlight=False, width=usable_width())
+        print_rich(kb, report, console, full=full, more=more)
     stream.flush()

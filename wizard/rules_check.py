@@ -160,6 +160,8 @@ def check_rules(kind: str, data: Any, regexes: list | None = None) -> Problem | 
     problem = _walk(data, defs[kind], (), defs, regexes)
     if problem is None:
         problem = _check_ids_unique(data)
+    if problem is None and kind == "fixes":
+        problem = placeholder_values_problem(data)
     if problem is None:
         return None
     path, message = problem
@@ -184,3 +186,96 @@ def _check_ids_unique(data: Any) -> Problem | None:
                 return (section, index, "id"), f"duplicate id {key!r}"
             seen.add(key)
     return None
+
+
+# ---------------------------------------------------------------------------- placeholders
+
+# fixes.yaml's `placeholders:` values are filled into snippet code, and may use each other
+# ({wrap} uses {device_ids}). Each is a template like any rules text: bare known names only
+# (`{module:>999999999}` would allocate gigabytes). No placeholder may lead back to itself,
+# and one filled in completely (every placeholder it uses, and theirs) stays this short
+# (a value naming another a thousand times, three levels deep, is 10^9 copies).
+MAX_FILLED_CHARS = 16_384
+
+
+def placeholder_values_problem(data: Any) -> Problem | None:
+    """Why the `placeholders:` section of a fixes file cannot be filled safely, or None."""
+    from .rules_guard import TEXT_FIELDS, placeholder_problem
+
+    section = data.get("placeholders") if isinstance(data, dict) else None
+    if not isinstance(section, dict):
+        return None
+    allowed = TEXT_FIELDS | set(section)
+    uses: dict[str, list[tuple[int, list[str]]]] = {}  # name -> (literal length, names used)
+    for name, entries in section.items():
+        for index, entry in enumerate(entries if isinstance(entries, list) else []):
+            value = entry.get("value") if isinstance(entry, dict) else None
+            texts = [value] if isinstance(value, str) else []
+            if isinstance(value, dict):
+                texts = [value[lang] for lang in ("en", "zh") if isinstance(value.get(lang), str)]
+            for text in texts:
+                where = ("placeholders", name, index, "value")
+                problem = placeholder_problem(text, allowed)
+                if problem is not None:
+                    return where, f"placeholder {name!r}: {problem}"
+                used = _fields_used(text)
+                uses.setdefault(name, []).append((len(text), used))
+    return _filled_size_problem(uses)
+
+
+def _fields_used(template: str) -> list[str]:
+    from string import Formatter
+
+    return [f for _, f, _, _ in Formatter().parse(template) if f]
+
+
+def _filled_size_problem(uses: dict) -> Problem | None:
+    """A cycle among the placeholders, or one whose value filled in is too long."""
+    sizes: dict[str, int] = {}
+    visiting: list[str] = []
+
+    def size(name: str) -> int:
+        if name in sizes:
+            return sizes[name]
+        if name in visiting:
+            loop = " -> ".join([*visiting[visiting.index(name) :], name])
+            raise _Cycle(name, loop)
+        visiting.append(name)
+        longest = 0
+        for literal, used in uses.get(name, ()):
+            total = literal
+            for other in used:
+                # a name from the log ({module}...) is counted as one character here
+                total += size(other) if other in uses else 1
+                if total > MAX_FILLED_CHARS:
+                    raise _TooLong(name)
+            longest = max(longest, total)
+        visiting.pop()
+        sizes[name] = longest
+        return longest
+
+    for name in uses:
+        try:
+            size(name)
+        except _Cycle as exc:
+            return ("placeholders", exc.name), (
+                f"placeholder {exc.name!r} uses itself ({exc.loop}): it could never be filled"
+            )
+        except _TooLong as exc:
+            return ("placeholders", exc.name), (
+                f"placeholder {exc.name!r} filled in would be longer than "
+                f"{MAX_FILLED_CHARS} characters"
+            )
+    return None
+
+
+class _Cycle(Exception):
+    def __init__(self, name: str, loop: str):
+        super().__init__(loop)
+        self.name, self.loop = name, loop
+
+
+class _TooLong(Exception):
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name

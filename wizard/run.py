@@ -24,19 +24,20 @@ wrapper exits with the job's exit code, a job killed by signal N giving 128+N as
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import select
 import selectors
 import signal
+import stat
 import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .atomic import same_file, write_atomic
+from .atomic import same_file, special_file, write_atomic
 from .errors import ExitCode
+from .foreign import dumps, shown
 from .i18n import tr
 from .jobsignals import SignalForwarder, Watchdog
 from .triage import Scanner, TriageResult, summarise
@@ -92,6 +93,7 @@ def child_environment(parent: Mapping[str, str]) -> ChildEnvironment:
 
 def _debug_note(kb, lang: str, value: str) -> str:
     level = value.upper()
+    value = shown(value)  # the environment's text, echoed
     if level == "DETAIL":
         return tr(kb, "run_debug_kept_detail", lang, value=value)
     if level == "OFF":
@@ -113,6 +115,8 @@ class _OutputStream:
         self.pending = bytearray()
         self.forwarding = True
         self.reader_left = False  # our own reader closed the pipe (`| head`)
+        self.failure: OSError | None = None  # a write that failed (a full disk): output lost
+        self.lost = 0  # bytes of the job's output not passed on after that failure
         self.last_byte = b"\n"  # nothing written yet counts as "at the start of a line"
         self.last_write = 0  # ordinal of the last write, to tell which stream wrote last
 
@@ -126,6 +130,8 @@ class _OutputStream:
             self.scan_pending()
         if self.forwarding:
             return self._forward(chunk, ordinal)
+        if self.failure is not None:
+            self.lost += len(chunk)
         return True
 
     def _forward(self, chunk: bytes, ordinal: int) -> bool:
@@ -142,10 +148,12 @@ class _OutputStream:
                 self.forwarding = False
                 self.reader_left = True
                 return False
-            except OSError:
-                # e.g. the terminal went away: keep reading so the job never blocks on a
-                # full pipe, and keep scanning
+            except OSError as exc:
+                # a full disk, the terminal gone: keep reading so the job never blocks on a
+                # full pipe, and keep scanning; the failure is reported when the job ends
                 self.forwarding = False
+                self.failure = exc
+                self.lost += len(view)
                 return True
             view = view[written:]
         self.last_byte = chunk[-1:]
@@ -175,6 +183,8 @@ class RunOutcome:
     ended_mid_line: bool  # the job's last output did not end a line
     reader_left: bool  # whoever read our output stopped reading: nobody wants more
     debug_level: str | None = None  # TORCH_DISTRIBUTED_DEBUG as the job ran with it
+    output_failure: OSError | None = None  # passing the job's output on failed (ENOSPC...)
+    output_lost: int = 0  # bytes of it that were lost
 
 
 def exit_code_of(returncode: int) -> int:
@@ -237,17 +247,24 @@ def _pump(child: subprocess.Popen, streams: list[_OutputStream], forwarder) -> N
             stream.close()
 
 
-def _output_streams(kb, child: subprocess.Popen, merged: bool) -> list[_OutputStream]:
+def _output_streams(
+    kb, child: subprocess.Popen, merged: bool, stdout_to_stderr: bool = False
+) -> list[_OutputStream]:
+    # under --json our stdout holds the JSON document alone: the job's stdout goes to stderr
+    out_fd = sys.stderr.fileno() if stdout_to_stderr else sys.stdout.fileno()
     if merged:
-        return [_OutputStream(child.stdout, sys.stdout.fileno(), Scanner(kb, MERGED_SOURCE))]
+        return [_OutputStream(child.stdout, out_fd, Scanner(kb, MERGED_SOURCE))]
     return [
-        _OutputStream(child.stdout, sys.stdout.fileno(), Scanner(kb, STDOUT_SOURCE)),
+        _OutputStream(child.stdout, out_fd, Scanner(kb, STDOUT_SOURCE)),
         _OutputStream(child.stderr, sys.stderr.fileno(), Scanner(kb, STDERR_SOURCE)),
     ]
 
 
-def run_job(kb, argv: Sequence[str], lang: str) -> RunOutcome | int:
-    """Run the job with output passed through; the outcome, or 126/127 if it cannot start."""
+def run_job(kb, argv: Sequence[str], lang: str, json_mode: bool = False) -> RunOutcome | int:
+    """Run the job with output passed through; the outcome, or 126/127 if it cannot start.
+
+    `json_mode`: the job's stdout goes to our stderr, and a start failure also prints its
+    JSON error document on stdout."""
     environment = child_environment(os.environ)
     if environment.kept_debug_level is not None:
         _say(_debug_note(kb, lang, environment.kept_debug_level))
@@ -259,17 +276,20 @@ def run_job(kb, argv: Sequence[str], lang: str) -> RunOutcome | int:
             child = _start(argv, environment.variables, merged)
         except FileNotFoundError as exc:
             if os.sep in argv[0]:
-                _say(tr(kb, "run_cannot_execute", lang, command=argv[0], reason=exc.strerror))
-            else:
-                _say(tr(kb, "run_not_found", lang, command=argv[0]))
-            return ExitCode.NOT_FOUND
+                fields = {"command": shown(argv[0]), "reason": exc.strerror}
+                return _refuse(
+                    kb, lang, json_mode, ExitCode.NOT_FOUND, "run_cannot_execute", fields
+                )
+            fields = {"command": shown(argv[0])}
+            return _refuse(kb, lang, json_mode, ExitCode.NOT_FOUND, "run_not_found", fields)
         except OSError as exc:
-            reason = exc.strerror or str(exc)
-            _say(tr(kb, "run_cannot_execute", lang, command=argv[0], reason=reason))
-            return ExitCode.CANNOT_EXECUTE
+            fields = {"command": shown(argv[0]), "reason": exc.strerror or str(exc)}
+            return _refuse(
+                kb, lang, json_mode, ExitCode.CANNOT_EXECUTE, "run_cannot_execute", fields
+            )
         forwarder.attach(child.pid)
         watchdog = Watchdog(child.pid)  # if the wrapper is killed outright, it stops the job
-        streams = _output_streams(kb, child, merged)
+        streams = _output_streams(kb, child, merged, stdout_to_stderr=json_mode)
         try:
             _pump(child, streams, forwarder)
             returncode = child.wait()
@@ -293,6 +313,8 @@ def run_job(kb, argv: Sequence[str], lang: str) -> RunOutcome | int:
         result=summarise(kb, [s.scanner for s in streams]),
         ended_mid_line=any(s.last_byte != b"\n" for s in (last, streams[-1])),
         reader_left=any(s.reader_left for s in streams),
+        output_failure=next((s.failure for s in streams if s.failure is not None), None),
+        output_lost=sum(s.lost for s in streams),
         debug_level=environment.variables.get(DEBUG_ENV),
     )
 
@@ -304,16 +326,65 @@ def run_command(
     kb, argv: Sequence[str], lang: str, fmt: str = "markdown", report_path: str | None = None
 ) -> int:
     """`ddp-doctor run`: the job's exit code (126/127 when it cannot be started)."""
-    if report_path and any(same_file(report_path, arg) for arg in argv):
-        # `run --report train.py -- python train.py`: refused before the job starts, not
-        # after hours of training when the report would replace the script
-        _say(tr(kb, "run_report_over_input", lang, path=report_path))
-        return ExitCode.USAGE
-    outcome = run_job(kb, argv, lang)
+    if report_path is not None:
+        # refused before the job starts, not after hours of training
+        refusal = report_refusal(report_path, argv)
+        if refusal is not None:
+            key, code = refusal
+            return _refuse(kb, lang, fmt == "json", code, key, {"path": shown(report_path)})
+    outcome = run_job(kb, argv, lang, json_mode=fmt == "json")
     if isinstance(outcome, int):
         return outcome
     report(kb, outcome, argv, lang, fmt, report_path)
+    if outcome.output_failure is not None:
+        # the job's output was lost: an error, as it would be for the job writing itself
+        failure = outcome.output_failure
+        reason = failure.strerror or str(failure)
+        _say(tr(kb, "run_output_lost", lang, reason=reason, lost=outcome.output_lost))
+        return outcome.exit_code or ExitCode.INPUT  # a failed job keeps its own code
     return outcome.exit_code
+
+
+def _refuse(kb, lang: str, json_mode: bool, code: int, key: str, fields: dict) -> int:
+    """One line on stderr (and, under --json, the error document on stdout); the exit code."""
+    text = tr(kb, key, lang, **fields)
+    _say(text)
+    if json_mode:
+        from .errordoc import write_error_document
+
+        write_error_document(code, key, text)
+    return code
+
+
+def report_refusal(path: str, argv: Sequence[str]) -> tuple[str, int] | None:
+    """Why `--report path` is refused (message key, exit code), or None when it may be written.
+
+    The rules of `--save` without a terminal (the terminal is the job's, nobody is asked):
+    never over a file the command names, never over an existing file, never through a
+    symlink to another file. A character device or a FIFO (`/dev/null`, `/dev/stdout`, a
+    named pipe) is written in place, as `>` would; anything else that is not a file, never.
+    """
+    if not path:
+        return "run_report_empty", ExitCode.USAGE
+    if any(same_file(path, arg) for arg in argv):
+        # `run --report train.py -- python train.py`: the report would replace the script
+        return "run_report_over_input", ExitCode.USAGE
+    try:
+        link = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return None  # e.g. a directory we cannot search: the write will say why
+    try:
+        if special_file(path):
+            return None
+    except OSError:
+        return "run_report_not_a_file", ExitCode.INPUT
+    if stat.S_ISLNK(link.st_mode):
+        return "run_report_is_link", ExitCode.INPUT
+    if stat.S_ISDIR(link.st_mode):
+        return "run_report_not_a_file", ExitCode.INPUT
+    return "run_report_exists", ExitCode.INPUT
 
 
 def known_errors(kb, result: TriageResult) -> list:
@@ -353,13 +424,14 @@ def report(
     # the level the job ran with is a fact: DETAIL in the environment crashed jobs
     if outcome.debug_level:
         ran["debug_level"] = outcome.debug_level.upper()
-    diagnosis = diagnose(kb, outcome.result, ran) if explained or report_path else None
+    as_json = fmt == "json"
+    diagnosis = diagnose(kb, outcome.result, ran) if explained or report_path or as_json else None
     unexplained = failed and outcome.interrupted_by is None and not outcome.reader_left
     tips = _tips(kb, outcome.result)
     tip = bool(tips) and not explained and not outcome.reader_left
     if (explained or unexplained or tip) and outcome.ended_mid_line:
         sys.stderr.write("\n")  # after a progress bar's `\r`, start on a line of our own
-    if explained:
+    if explained and not as_json:
         _print_diagnosis(kb, diagnosis, outcome, argv, lang, fmt)
     elif unexplained:
         _say(tr(kb, "run_no_known_error", lang, code=outcome.job_exit_code))
@@ -369,6 +441,11 @@ def report(
     if report_path:
         _write_report(kb, diagnosis, outcome, argv, lang, report_path)
     sys.stderr.flush()
+    if as_json:
+        # last, on stdout, for every outcome: the job's output went to stderr, so a script
+        # reads exactly one JSON document (the same as --report writes)
+        sys.stdout.write(dumps(_report_data(kb, diagnosis, outcome, argv, lang)) + "\n")
+        sys.stdout.flush()
 
 
 def _report_data(kb, diagnosis, outcome: RunOutcome, argv: Sequence[str], lang: str) -> dict:
@@ -386,10 +463,6 @@ def _report_data(kb, diagnosis, outcome: RunOutcome, argv: Sequence[str], lang: 
 
 
 def _print_diagnosis(kb, diagnosis, outcome, argv, lang: str, fmt: str) -> None:
-    if fmt == "json":  # the same document as --report, so scripts read one shape
-        data = _report_data(kb, diagnosis, outcome, argv, lang)
-        sys.stderr.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
-        return
     from .render import emit
 
     emit(kb, diagnosis, lang, fmt, sys.stderr)
@@ -400,10 +473,11 @@ def _write_report(kb, diagnosis, outcome, argv, lang: str, path: str) -> None:
     data = _report_data(kb, diagnosis, outcome, argv, lang)
     try:
         # atomic: a full disk or a file-size limit leaves the previous report whole
-        write_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        # never over a file that appeared meanwhile, never through a link (report_refusal)
+        write_atomic(path, dumps(data) + "\n", overwrite=False, follow_symlinks=False)
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        _say(tr(kb, "run_cannot_write_report", lang, path=path, reason=reason))
+        _say(tr(kb, "run_cannot_write_report", lang, path=shown(path), reason=reason))
 
 
 def _say(text: str) -> None:

@@ -7,7 +7,9 @@ A save writes up to three files beside each other: the report (`report.md`), the
 that reproduce it (`report.answers.yaml`) and, when the error was pasted at the prompt, a
 copy of it (`report.error.txt`). The rules:
 - never over a file the run reads (the `--paste` log, the `--answers` file): refused;
-- never over an existing file unless the caller says the user agreed;
+- never over an existing file unless the caller says the user agreed, and never through a
+  symlink into the file it points to (the link itself is replaced);
+- a character device or FIFO (`/dev/null`) is written in place, never replaced;
 - every file atomically (`atomic.write_atomic`): a failure leaves the old file whole, and
   the result lists exactly the files that were written, so a printed command never names
   a file that does not exist.
@@ -20,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .atomic import same_file, write_atomic
+from .atomic import same_file, special_file, write_atomic
 
 DEFAULT_REPORT = "ddp-doctor-report.md"
 
@@ -88,8 +90,21 @@ def check_plan(plan: SavePlan, inputs: Sequence[str | None]) -> SaveCheck:
     """Which planned files are inputs of this run, and which exist already."""
     readable = [path for path in inputs if path and path != "-"]
     hit = tuple(f.path for f in plan.files if any(same_file(f.path, source) for source in readable))
-    existing = tuple(f.path for f in plan.files if f.path not in hit and os.path.lexists(f.path))
+    existing = tuple(
+        f.path
+        for f in plan.files
+        if f.path not in hit and os.path.lexists(f.path) and not _in_place(f.path)
+    )
     return SaveCheck(hit, existing)
+
+
+def _in_place(path: str) -> bool:
+    """A character device or FIFO (`/dev/null`, `/dev/stdout`): written to, never replaced,
+    so nothing is lost by saving there. A block device or socket counts as existing."""
+    try:
+        return special_file(path)
+    except OSError:
+        return False
 
 
 def write_plan(plan: SavePlan, overwrite: bool) -> SaveResult:
@@ -100,7 +115,8 @@ def write_plan(plan: SavePlan, overwrite: bool) -> SaveResult:
     written: list[str] = []
     for item in plan.files:
         try:
-            write_atomic(item.path, item.text, overwrite=overwrite)
+            # a symlink is replaced, never written through to the file it points to
+            write_atomic(item.path, item.text, overwrite=overwrite, follow_symlinks=False)
         except OSError as exc:
             return SaveResult(tuple(written), exc, item.path)
         written.append(item.path)

@@ -358,12 +358,13 @@ class Scanner:
             end = self.windows[0].message_end()
             if end is None:
                 return
-            self._analyse(self.windows.pop(0), end)
+            self._analyse(self.windows.pop(0), end, continues=True)
 
-    def _analyse(self, window: _Window, end: int) -> None:
+    def _analyse(self, window: _Window, end: int, continues: bool = False) -> None:
         first, last = window.owned_lines(end)
         self.claimed_to = max(self.claimed_to, window.own_to or end)
-        for finding in self.analyser.analyse(window.text(end), window.first_line):
+        text = window.text(end)
+        for finding in self.analyser.analyse(text, window.first_line, continues):
             if not first <= finding.line <= last:
                 continue  # context: a neighbouring window owns (and counts) it
             key = finding.identity()
@@ -378,7 +379,9 @@ class Scanner:
     def finish(self) -> list[Finding]:
         while self.windows:
             window = self.windows.pop(0)
-            self._analyse(window, window.message_end() or window.collected_to)
+            end = window.message_end() or window.collected_to
+            # a window cut by its own limits, not by the end of the log
+            self._analyse(window, end, continues=end < window.collected_to)
         findings = list(self.found.values()) or self._findings_in_restored_case()
         version = self._version_from_head()
         if version:

@@ -18,6 +18,7 @@ whole command:
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import io
@@ -115,9 +116,34 @@ def _fill_closed_descriptors() -> frozenset[int]:
     return frozenset(closed)
 
 
+ESCAPE_ERRORS = "ddp_doctor_escape"
+
+
+def _escape_unencodable(error: UnicodeError) -> tuple[str, int]:
+    """What the output's encoding cannot hold, as `\\uXXXX` (a surrogate pair above U+FFFF):
+    readable in text, and the same character to a JSON parser, so `PYTHONIOENCODING=ascii`
+    gets a whole report and valid JSON instead of a UnicodeEncodeError."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    out = []
+    for char in error.object[error.start : error.end]:
+        code = ord(char)
+        if code > 0xFFFF:
+            code -= 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{code:04x}")
+    return "".join(out), error.end
+
+
+codecs.register_error(ESCAPE_ERRORS, _escape_unencodable)
+
+
 def _text_stream(original, writer: _GuardedWriter, line_buffering: bool) -> io.TextIOWrapper:
     encoding = getattr(original, "encoding", None) or "utf-8"
     errors = getattr(original, "errors", None) or "replace"
+    if errors in ("strict", "backslashreplace"):  # PYTHONIOENCODING=ascii, latin-1, C locale
+        errors = ESCAPE_ERRORS
     return io.TextIOWrapper(
         io.BufferedWriter(writer),
         encoding=encoding,
