@@ -102,8 +102,10 @@ def test_english_path_without_a_paste_describe_answer_save(tmp_path):
         ENTER  # no paste
         + "my loss only uses the first output of forward"
         + ENTER
-        # an ignored output may be a task head whose loss is left out: asked before any fix
+        # an ignored output may be a task head whose loss is left out, or a loss built from
+        # tensors forward does not return: both asked before any fix
         + choose(option_index("multitask", "no"))
+        + choose(option_index("loss_uses_hidden_tensors", "no"))
         + choose(option_index("framework", "lightning"))
         + "y"  # the full report
         + "y"  # save
@@ -116,7 +118,13 @@ def test_english_path_without_a_paste_describe_answer_save(tmp_path):
     text = flat(screen)
     assert "Got it:" in text and "Does `forward` return outputs that the loss does not use?" in text
     title, first_line = expected(
-        {"forward_unused_outputs": True, "multitask": False, "framework": "lightning"}, "en"
+        {
+            "forward_unused_outputs": True,
+            "multitask": False,
+            "loss_uses_hidden_tensors": False,
+            "framework": "lightning",
+        },
+        "en",
     )
     assert title.replace("`", "") in text
     assert "Likely causes" in text
@@ -125,7 +133,12 @@ def test_english_path_without_a_paste_describe_answer_save(tmp_path):
     # the report, the answers and a command that reproduces the same diagnosis
     assert report.read_text(encoding="utf-8").startswith("# ddp-doctor diagnosis")
     answers = yaml.safe_load((tmp_path / "report.answers.yaml").read_text(encoding="utf-8"))
-    assert answers == {"forward_unused_outputs": "yes", "multitask": "no", "framework": "lightning"}
+    assert answers == {
+        "forward_unused_outputs": "yes",
+        "multitask": "no",
+        "loss_uses_hidden_tensors": "no",
+        "framework": "lightning",
+    }
     command = next(line.strip() for line in screen.splitlines() if "--answers" in line)
     argv = shlex.split(command)
     assert argv[:3] == ["ddp-doctor", "--lang", "en"]
