@@ -159,7 +159,17 @@ class _Session:
 
         self.console.print()
         report = build_report(self.kb, diagnosis, self.lang)
-        if print_rich(self.kb, report, self.console):  # something was left out: offer it
+        with self.console.capture() as captured:
+            more = print_rich(self.kb, report, self.console)
+        shown = captured.get()
+        self.console.out(shown, end="", highlight=False)
+        if shown.count("\n") > self.console.height - 4:
+            # taller than the screen: its top has scrolled away, so the essentials are said
+            # again right above the prompt (issue 22, item 16)
+            self.console.print()
+            # plain text: the terminal report shows code spans without their backticks
+            self.console.print(recap(self.kb, report).replace("`", ""), markup=False)
+        if more:  # something was left out: offer it
             self.console.print()
             if self.ask_confirm(self.t("session_more_confirm"), default=False):
                 self.console.print()
@@ -434,6 +444,34 @@ class _Session:
 
 
 # ---------------------------------------------------------------------------- helpers
+
+
+def recap(kb, report) -> str:
+    """The report in two lines: what PyTorch said, the most likely cause, and the fix or the
+    question that decides it (said again when the report is taller than the screen)."""
+    from .i18n import tr
+
+    lang = report.lang
+    cause = report.causes[0] if report.causes else None
+    likely = (
+        tr(
+            kb,
+            "session_recap_cause",
+            lang,
+            cause=cause.title,
+            percent=f"{cause.probability * 100:.0f}",
+        )
+        if cause
+        else ""
+    )
+    if report.fixes:
+        then = tr(kb, "session_recap_fix", lang, fix=report.fixes[0].title)
+    elif report.splitting_question:
+        then = tr(kb, "session_recap_question", lang, question=report.splitting_question)
+    else:
+        then = tr(kb, "session_recap_none", lang)
+    head = report.family_title or ""
+    return tr(kb, "session_recap", lang, error=head, cause=likely, then=then)
 
 
 def _paste_bindings():
