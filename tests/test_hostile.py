@@ -273,3 +273,56 @@ def test_text_from_the_log_never_becomes_markup_or_control(code, path):
         print_rich(KB, report, Console(file=screen, width=100), full=True)
         for text in (markdown, screen.getvalue()):
             assert escape_invisible(text.replace("\n", "")) == text.replace("\n", "")
+
+
+# ---------------------------------------------------------------------------- what a person types
+# issue 22 (items 12-23): words typed without quotes, control and wide characters in them, and
+# answers files naming the new questions with any value: a documented exit code and one JSON
+# document, never a traceback
+
+
+PIECES = list("abc xyz_=()[]'\"`\\/.-") + ["\x1b[31m", "\u202e", "\x00", "冻结", "解冻", "反向传播"]
+WORDS = st.lists(
+    st.lists(st.sampled_from(PIECES), min_size=1, max_size=12).map("".join),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(words=WORDS)
+def test_unquoted_words_for_ask_never_raise(words):
+    import json
+
+    from helpers import cli
+
+    words = [w.replace("\x00", "") or "x" for w in words]  # argv cannot hold NUL
+    result = cli("ask", "--json", "--lang", "en", *words)
+    assert result.returncode in (0, 1, 2), result.err
+    assert "Traceback" not in result.err
+    if result.returncode in (0, 1):
+        json.loads(result.out)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    key=st.sampled_from(
+        ["module_never_called", "loss_uses_hidden_tensors", "static_graph_enabled", "step_pattern"]
+    ),
+    value=st.text(min_size=0, max_size=20),
+)
+def test_answers_for_the_new_questions_never_raise(tmp_path_factory, key, value):
+    import json
+
+    from helpers import cli
+
+    path = tmp_path_factory.mktemp("answers") / "a.json"
+    path.write_text(json.dumps({key: value}), encoding="utf-8")
+    result = cli("--answers", str(path), "--json")
+    assert result.returncode in (0, 2), result.err
+    assert "Traceback" not in result.err
+    json.loads(result.out)
