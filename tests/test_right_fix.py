@@ -20,20 +20,14 @@ sys.modules["right_fix"] = right_fix  # its dataclasses look their module up by 
 _spec.loader.exec_module(right_fix)
 
 # The share of these cases that reach a right fix within 3 answers may not fall below this.
-# Measured on main 46027a5 (2026-12-04): 32 of 54 (23/41 fixtures, 9/13 interview cases).
-# Raise it as the engine improves (issue 20 asks for 90%).
-FLOOR_WITHIN_3 = 0.59
+# Measured on main 46027a5 (2026-12-04, before issue 20's changes): 32 of 54. After them
+# (48a1037): 49 of 56 (36/42 fixtures, 13/14 interview cases). Issue 20 asks for 90%.
+FLOOR_WITHIN_3 = 0.85
 
-# Cases advised a failing fix on main 46027a5: a loss built from tensors `forward` does not
-# return (a hook, a custom output object) answers the questions as an ignored output does, and
-# is advised find_unused_parameters (error) or static_graph (wrong). Each is a bug: remove a case
-# from this set when it is fixed; a case not in it that gets failing advice fails the test.
-KNOWN_WRONG = {
-    "loss_from_hooked_features__nodebug__spawn",
-    "unused_output_in_object__nodebug__spawn",
-    "unused_output_in_object.find_unused_parameters__info__spawn",
-    "unused_output_in_object.find_unused_parameters__nodebug__spawn",
-}
+# Cases advised a failing fix. On 46027a5 there were four (a loss built from tensors `forward`
+# does not return was advised find_unused_parameters or static_graph); none since. A case that
+# gets failing advice fails the test: add it here only with an issue that says why.
+KNOWN_WRONG: set[str] = set()
 
 
 @pytest.fixture(scope="module")
