@@ -395,8 +395,13 @@ def expected_entropy(
     outcomes = [o for o in asked.options if o.sets]
     if not outcomes:
         return math.inf
-    after = [rank_causes(kb, {**facts, **o.sets}) for o in outcomes]
-    p_outcome = _answer_probabilities(kb, facts, after)
+    answered = [{**facts, **o.sets} for o in outcomes]
+    after = [rank_causes(kb, f) for f in answered]
+    weights = _per_cause_weights(kb, facts, answered)
+    p_outcome = [
+        sum(cause.probability * weights[cause.id][i] for cause in rank_causes(kb, facts))
+        for i in range(len(outcomes))
+    ]
     left = []
     for option, ranked in zip(outcomes, after):
         entropy = _entropy(ranked)
@@ -408,23 +413,6 @@ def expected_entropy(
                 entropy = min(entropy, expected_entropy(kb, opened, follow_up))
         left.append(entropy)
     return sum(p * h for p, h in zip(p_outcome, left))
-
-
-def _answer_probabilities(
-    kb: KnowledgeBase, facts: Mapping[str, Any], after: list[tuple[RankedCause, ...]]
-) -> list[float]:
-    """How likely each answer is, given the rankings each answer would leave (see
-    `expected_entropy`: a cause an answer raises by `w` makes it `e**w` times likelier)."""
-    scores_after = [{r.id: r.score for r in ranked} for ranked in after]
-    p_outcome = [0.0] * len(after)
-    for cause in rank_causes(kb, facts):
-        deltas = [scores[cause.id] - cause.score for scores in scores_after]
-        top = max(deltas)
-        weights = [math.exp(d - top) for d in deltas]
-        total = sum(weights)
-        for i, weight in enumerate(weights):
-            p_outcome[i] += cause.probability * weight / total
-    return p_outcome
 
 
 def _settled(asked: AskedQuestion, facts: Mapping[str, Any]) -> bool:
