@@ -98,6 +98,10 @@ ORDINARY = {
     "gradient_checkpointing": "none",
     "tied_weights": "no",
     "find_unused_enabled": "no",
+    # issue 20's questions: what every scenario's code is like unless its case says otherwise
+    "module_never_called": "no",
+    "loss_uses_hidden_tensors": "no",
+    "static_graph_enabled": "no",
     "framework": "pytorch",
 }
 
@@ -128,6 +132,8 @@ def case(scenario, cause, ask_en, ask_zh, base=None, crashes=True, warning=False
     honest = {k: v for k, v in honest.items() if v is not None}
     if base and "find_unused_parameters" in base:
         honest["find_unused_enabled"] = "yes"
+    if base and "static_graph" in base:
+        honest["static_graph_enabled"] = "yes"
     return Case(scenario, base, cause, ask_en, ask_zh, honest, crashes, warning)
 
 
@@ -144,6 +150,7 @@ CASES = [
         "模型里有一个在 __init__ 里定义了、但 forward 里从来没调用的 head。",
         step_pattern=None,
         revealed_module="not_called",
+        module_never_called="yes",
     ),
     case(
         "unused_module_adamw",
@@ -152,6 +159,7 @@ CASES = [
         "__init__ 里定义的一个模块在 forward 里没被调用，优化器用的是 AdamW。",
         step_pattern=None,
         revealed_module="not_called",
+        module_never_called="yes",
     ),
     case(
         "unused_forward_output",
