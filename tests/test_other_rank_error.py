@@ -72,7 +72,9 @@ def test_the_report_shows_it_in_the_users_language(lang, label):
 
 def test_with_nothing_to_try_the_short_report_shows_how_to_find_the_culprit():
     _, report = _report(CAPTURE.read_text(encoding="utf-8"), "en")
-    assert not report.fixes and not report.conditional
+    # nothing proven for every cause and no question that decides: at most a row per cause
+    assert not report.fixes and report.splitting_question is None
+    assert all(row.cause for row in report.conditional)
     shown = _short_rich(report)
     assert report.diagnostics[0].title in shown
     assert "--log-dir logs --tee 3" in shown

@@ -939,9 +939,9 @@ def _interview_command(report: Report) -> str:
 def _shown_diagnostics(report: Report, full: bool) -> tuple[FixView, ...]:
     if full:
         return report.diagnostics
-    if not report.fixes and not report.conditional:
-        # nothing to try yet (a crash, a peer that exited first): the first way to find the
-        # culprit is what the short report has to offer
+    if not report.fixes and not report.splitting_question:
+        # nothing proven to try and no question that decides (a crash, a peer that exited
+        # first; at most a row per cause): the first way to find the culprit comes first
         return report.diagnostics[:1]
     return ()
 
