@@ -560,8 +560,8 @@ SHOWN_CONDITIONAL_CODE = 2  # the decision table prints the code of this many fi
 
 def conditional_code(report: Report) -> tuple[list[FixView], list[ConditionalView]]:
     """The code to print under the decision table: each fix once, the likeliest first, at
-    most SHOWN_CONDITIONAL_CODE of them; and the rows of the others (each is one command
-    away: `conditional_commands`)."""
+    most SHOWN_CONDITIONAL_CODE of them; and the rows of the others (the terminal's short
+    report names the one command that asks the deciding question: `_interview_command`)."""
     rows = sorted(report.conditional, key=lambda row: -row.score)
     shown: dict[str, FixView] = {}
     others: dict[str, ConditionalView] = {}
@@ -573,26 +573,6 @@ def conditional_code(report: Report) -> tuple[list[FixView], list[ConditionalVie
         else:
             others[row.fix.id] = row
     return list(shown.values()), list(others.values())
-
-
-def conditional_commands(kb: KnowledgeBase, report: Report, rows: list) -> list[str]:
-    """For each row whose code is not printed and that an answer decides: the command that
-    gives the report for that answer (its fix then comes first, code included)."""
-    from .reproduce import reproduce_command
-
-    findings = report.diagnosis.findings
-    source = findings[0].source if findings else None
-    paste = source if source and not source.startswith("<") and source != "-" else None
-    lines = []
-    for row in rows:
-        if not row.answers:
-            continue
-        command = reproduce_command(report.lang, dict(row.answers), None, paste)
-        if paste is None and findings:
-            command += " --paste " + tr(kb, "conditional_your_log", report.lang)
-        line = tr(kb, "conditional_code_command", report.lang, fix=row.fix.title, command=command)
-        lines.append(line)
-    return lines
 
 
 def conditional_sentences(kb: KnowledgeBase, report: Report) -> list[str]:
