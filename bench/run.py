@@ -187,7 +187,7 @@ def time_to_prompt(env: Env, timeout: float = 20.0) -> float | None:
 def session_available(env: Env) -> bool:
     probe = (
         "import importlib.util, sys; "
-        "sys.exit(importlib.util.find_spec('ddp_doctor.session') is None)"
+        "sys.exit(importlib.util.find_spec('ddp_doctor.talk.session') is None)"
     )
     return subprocess.run([env.python, "-c", probe], env=env.environ).returncode == 0
 
@@ -226,8 +226,8 @@ def startup(env: Env, runs: int) -> list[tuple[str, float, str]]:
         "imports for the session (questionary + ours, rules loaded)": [
             env.python,
             "-c",
-            "import questionary, rich.console, ddp_doctor.cli, ddp_doctor.engine, "
-            "ddp_doctor.render, ddp_doctor.kb; ddp_doctor.kb.load()",
+            "import questionary, rich.console, ddp_doctor.cli.main, ddp_doctor.reasoning.engine, "
+            "ddp_doctor.output.render, ddp_doctor.knowledge.kb; ddp_doctor.knowledge.kb.load()",
         ],
     }
     no_cache = dict(env.environ, DDP_DOCTOR_NO_CACHE="1")
@@ -266,7 +266,8 @@ def startup(env: Env, runs: int) -> list[tuple[str, float, str]]:
 # big log's run with the rules' search keys. Blocks of 4 MiB, as the scanner reads them.
 _SEARCH_ALONE = """
 import sys, time
-from ddp_doctor import kb, scanner
+from ddp_doctor.knowledge import kb
+from ddp_doctor.reading import scanner
 keys = scanner._search_keys(kb.load())
 find = scanner._accelerated_finder(keys) or scanner._pure_finder(keys)
 started = time.perf_counter()

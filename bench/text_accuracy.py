@@ -40,8 +40,8 @@ def load_corpus():
 def rank(kb, text: str | None, family: str = "unfinished_reduction") -> list[str]:
     """The causes ranked for the error `family` (what the thread's error message says; the tool
     reads that itself) and the facts read from `text` (what this measures)."""
-    from ddp_doctor.engine import rank_causes
-    from ddp_doctor.understand import understand
+    from ddp_doctor.reading.understand import understand
+    from ddp_doctor.reasoning.engine import rank_causes
 
     facts = {"family": family}
     if text is not None:
@@ -51,7 +51,7 @@ def rank(kb, text: str | None, family: str = "unfinished_reduction") -> list[str
 
 def measure(kb, sentences, questions) -> dict:
     """Counts per (language, split): n, top1, top2, baseline top2; per language for questions."""
-    from ddp_doctor.understand import understand
+    from ddp_doctor.reading.understand import understand
 
     counts: dict = defaultdict(lambda: defaultdict(int))
     misses = []
@@ -83,12 +83,12 @@ def measure(kb, sentences, questions) -> dict:
 
 
 def read_both(kb, text: str, exclude: bool):
-    """Both readers' raw readings of `text`: the lexicon's (wizard/understand.py) and the
-    nearest examples of rules/examples.yaml (wizard/retrieve.py). `exclude`: leave the text's
-    own copy out of the examples (a `dev` item is one of them; measuring it against itself
+    """Both readers' raw readings of `text`: the lexicon's (wizard/reading/understand.py) and the
+    nearest examples of rules/examples.yaml (wizard/reading/retrieve.py). `exclude`: leave the
+    text's own copy out of the examples (a `dev` item is one of them; measuring it against itself
     would be no test)."""
-    from ddp_doctor import retrieve
-    from ddp_doctor.understand import understand
+    from ddp_doctor.reading import retrieve
+    from ddp_doctor.reading.understand import understand
 
     index, _ = retrieve.index_for(kb)
     return understand(kb, text), retrieve.nearest(index, text, exclude=text if exclude else None)
@@ -112,7 +112,7 @@ def measure_both(kb, sentences, questions, calibration=None, prepared=None) -> d
     combined reader answers as a question although the lexicon did not (each one loses its
     diagnosis); and the nearest examples' own top-2 causes for descriptions (for comparison:
     `ask` diagnoses descriptions with the lexicon and the engine)."""
-    from ddp_doctor import retrieve
+    from ddp_doctor.reading import retrieve
 
     if calibration is None:
         calibration = retrieve.index_for(kb)[1]
@@ -238,13 +238,12 @@ BOTH = """
 ## Both readers: the lexicon and the nearest examples (`ddp-doctor ask`)
 
 `ask` also reads a question by its nearest examples in `rules/examples.yaml` (character 3-4-gram
-TF-IDF, `wizard/retrieve.py`), trusted over the lexicon by thresholds fitted on the `dev` items
-(`--fit`). The examples hold the `dev` items themselves, so each `dev` item is measured with its
-own copy left out (leave-one-out); `held_out` items are in no example. "Right among the choices":
-the right fix and aspect is the answer, or one of the two or three readings `ask` offers when it
-is not sure ("did you mean"). A description answered as a question by the examples would lose its
-diagnosis: that column must stay near zero.
-"""
+TF-IDF, `wizard/reading/retrieve.py`), trusted over the lexicon by thresholds fitted on the
+`dev` items (`--fit`). The examples hold the `dev` items themselves, so each `dev` item is
+measured with its own copy left out (leave-one-out); `held_out` items are in no example. "Right
+among the choices": the right fix and aspect is the answer, or one of the two or three readings
+`ask` offers when it is not sure ("did you mean"). A description answered as a question by the
+examples would lose its diagnosis: that column must stay near zero. """
 
 
 def report(result) -> str:
@@ -272,7 +271,7 @@ def report(result) -> str:
 
 def main() -> int:
     sys.path.insert(0, str(ROOT))
-    from ddp_doctor.kb import load
+    from ddp_doctor.knowledge.kb import load
 
     kb = load()
     sentences, questions = load_corpus()

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from ddp_doctor import engine, triage
-from ddp_doctor import kb as kb_module
+from ddp_doctor.knowledge import kb as kb_module
+from ddp_doctor.reading import triage
+from ddp_doctor.reasoning import engine
 
 CORPUS = Path(__file__).resolve().parent / "fixtures" / "real" / "corpus"
 NONE = "none"

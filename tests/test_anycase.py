@@ -11,9 +11,9 @@ import json
 
 import pytest
 from corpus_eval import load_corpus
-from ddp_doctor import kb as kb_module
-from ddp_doctor.errors import ExitCode
-from ddp_doctor.triage import triage_text
+from ddp_doctor.common.errors import ExitCode
+from ddp_doctor.knowledge import kb as kb_module
+from ddp_doctor.reading.triage import triage_text
 from helpers import cli
 
 KB = kb_module.load()

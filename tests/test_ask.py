@@ -178,9 +178,9 @@ def test_no_answer_shows_an_unfilled_placeholder(lang, aspect):
     reads as a condition in an answer, never with its braces."""
     import re
 
-    from ddp_doctor import ask as ask_module
-    from ddp_doctor.kb import load
-    from ddp_doctor.understand import Intent, Understanding
+    from ddp_doctor.knowledge.kb import load
+    from ddp_doctor.reading.understand import Intent, Understanding
+    from ddp_doctor.talk import ask as ask_module
 
     kb = load()
     for fix_id in kb.fixes:

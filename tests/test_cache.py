@@ -9,7 +9,7 @@ import os
 import stat
 
 import pytest
-from ddp_doctor import kb as kb_module
+from ddp_doctor.knowledge import kb as kb_module
 from helpers import FIXTURES, cli
 
 PASTE = FIXTURES / "real" / "unused_module__info__torchrun.txt"

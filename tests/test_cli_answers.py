@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ddp_doctor.kb import load
+from ddp_doctor.knowledge.kb import load
 
 KB = load()
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -1,7 +1,7 @@
 """The installed `ddp-doctor` on bad inputs and odd terminals: a message and an exit code.
 
 Every case runs the console script in a subprocess, as a user would, and checks the one-line
-message, the documented exit code (see the docstring of `wizard/cli.py`), and that no
+message, the documented exit code (see the docstring of `wizard/cli/main.py`), and that no
 Python traceback ever reaches the user. Every subprocess has a time-out: a hang fails.
 """
 
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ddp_doctor.errors import ExitCode
+from ddp_doctor.common.errors import ExitCode
 
 EXIT_OK, EXIT_NO_ERROR_FOUND, EXIT_INPUT = ExitCode.OK, ExitCode.NO_ERROR_FOUND, ExitCode.INPUT
 EXIT_RULES, EXIT_INTERRUPTED = ExitCode.RULES, ExitCode.INTERRUPTED

@@ -7,9 +7,9 @@ from __future__ import annotations
 import itertools
 from types import MappingProxyType
 
-from ddp_doctor import engine
-from ddp_doctor import kb as kb_module
-from ddp_doctor.conditions import condition_holds
+from ddp_doctor.knowledge import kb as kb_module
+from ddp_doctor.knowledge.conditions import condition_holds
+from ddp_doctor.reasoning import engine
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -16,7 +16,7 @@ import json
 
 import corpus_eval
 import pytest
-from ddp_doctor import kb as kb_module
+from ddp_doctor.knowledge import kb as kb_module
 from helpers import cli
 
 KB = kb_module.load()

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ddp_doctor import engine
-from ddp_doctor.kb import load
-from ddp_doctor.render import build_report, to_markdown
-from ddp_doctor.triage import triage_text
+from ddp_doctor.knowledge.kb import load
+from ddp_doctor.output.render import build_report, to_markdown
+from ddp_doctor.reading.triage import triage_text
+from ddp_doctor.reasoning import engine
 
 KB = load()
 FIXTURES = Path(__file__).parent / "fixtures"

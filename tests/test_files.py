@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ddp_doctor.atomic import same_file, write_atomic
+from ddp_doctor.common.atomic import same_file, write_atomic
 from helpers import FIXTURES, ROOT
 
 CONSOLE_SCRIPT = Path(sys.executable).parent / "ddp-doctor"

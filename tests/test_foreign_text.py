@@ -10,7 +10,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from ddp_doctor.foreign import code_span, dumps, escape_invisible, shorten, shown
+from ddp_doctor.common.foreign import code_span, dumps, escape_invisible, shorten, shown
 from helpers import ROOT, cli
 from markdown_it import MarkdownIt
 

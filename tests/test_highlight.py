@@ -1,11 +1,11 @@
-"""The terminal report colours code without Pygments (wizard/highlight.py): the text must
+"""The terminal report colours code without Pygments (wizard/output/highlight.py): the text must
 come out exactly as written, since users copy it from the screen and run it."""
 
 from __future__ import annotations
 
 import pytest
-from ddp_doctor.highlight import STYLES, highlight
-from ddp_doctor.kb import load
+from ddp_doctor.knowledge.kb import load
+from ddp_doctor.output.highlight import STYLES, highlight
 
 KB = load()
 SNIPPETS = [

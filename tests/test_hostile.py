@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ddp_doctor import analyser, triage
-from ddp_doctor.kb import load
-from ddp_doctor.triage import Scanner, summarise, triage_text
+from ddp_doctor.knowledge.kb import load
+from ddp_doctor.reading import analyser, triage
+from ddp_doctor.reading.triage import Scanner, summarise, triage_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -254,9 +254,9 @@ def test_text_from_the_log_never_becomes_markup_or_control(code, path):
     terminal report holds a raw control or invisible character (issue 22, items 3-4)."""
     import io
 
-    from ddp_doctor.engine import diagnose
-    from ddp_doctor.foreign import escape_invisible
-    from ddp_doctor.render import build_report, print_rich, to_markdown
+    from ddp_doctor.common.foreign import escape_invisible
+    from ddp_doctor.output.render import build_report, print_rich, to_markdown
+    from ddp_doctor.reasoning.engine import diagnose
     from markdown_it import MarkdownIt
     from rich.console import Console
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ddp_doctor import kb as kb_module
-from ddp_doctor.i18n import detect_lang
+from ddp_doctor.common.i18n import detect_lang
+from ddp_doctor.knowledge import kb as kb_module
 from helpers import ROOT, has_chinese
 
 RULES = ROOT / "rules"

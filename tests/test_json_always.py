@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ddp_doctor import errordoc, render
+from ddp_doctor.output import errordoc, render
 from helpers import FIXTURES, ROOT, cli
 
 ERROR = FIXTURES / "versions" / "torch_1_10_flag_on.txt"

@@ -8,10 +8,10 @@ import re
 
 import pytest
 import yaml
-from ddp_doctor import ask
-from ddp_doctor.kb import load
-from ddp_doctor.render import print_markdown
-from ddp_doctor.understand import understand
+from ddp_doctor.knowledge.kb import load
+from ddp_doctor.output.render import print_markdown
+from ddp_doctor.reading.understand import understand
+from ddp_doctor.talk import ask
 from helpers import FIXTURES
 from rich.console import Console
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from ddp_doctor.kb import load
-from ddp_doctor.triage import triage_text
+from ddp_doctor.knowledge.kb import load
+from ddp_doctor.reading.triage import triage_text
 from helpers import cli
 
 KB = load()

@@ -79,7 +79,7 @@ def test_a_safety_question_leads_with_the_answer(lang):
 def test_assembled_rows_name_a_question_by_its_short_label(lang):
     """'如果选“…”，且“<the whole question>”的回答是…' reads as a translation: a row names the
     question by a few words (its `short`), never by its whole text."""
-    from ddp_doctor.kb import load
+    from ddp_doctor.knowledge.kb import load
 
     kb = load()
     assert all(q.short is not None for q in kb.questions)
@@ -123,7 +123,7 @@ def test_how_to_set_it_in_lightning_gets_the_setting(lang, question):
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("command", ["", "triage", "ask", "questions", "run", "probe"])
 def test_help_fits_80_columns_by_display_width(lang, command):
-    from ddp_doctor.wrap import text_width
+    from ddp_doctor.common.wrap import text_width
 
     done = cli("--lang", lang, *([command] if command else []), "--help", env={"COLUMNS": "80"})
     assert done.returncode == 0, done.err

@@ -21,9 +21,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ddp_doctor import engine
-from ddp_doctor.kb import load
-from ddp_doctor.triage import triage_text
+from ddp_doctor.knowledge.kb import load
+from ddp_doctor.reading.triage import triage_text
+from ddp_doctor.reasoning import engine
 
 KB = load()
 TESTS = Path(__file__).parent

@@ -10,10 +10,10 @@ from __future__ import annotations
 import io
 
 import pytest
-from ddp_doctor import engine
-from ddp_doctor.kb import load
-from ddp_doctor.render import build_report, print_rich, to_markdown
-from ddp_doctor.triage import triage_text
+from ddp_doctor.knowledge.kb import load
+from ddp_doctor.output.render import build_report, print_rich, to_markdown
+from ddp_doctor.reading.triage import triage_text
+from ddp_doctor.reasoning import engine
 from helpers import FIXTURES
 from rich.console import Console
 
@@ -92,7 +92,7 @@ def test_with_fixes_to_try_the_short_report_keeps_the_diagnostics_for_all():
 )
 def test_the_interview_shows_it_with_what_it_found(lang, label):
     pytest.importorskip("questionary")
-    from ddp_doctor.session import run_session
+    from ddp_doctor.talk.session import run_session
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output import DummyOutput
 

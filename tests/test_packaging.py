@@ -78,7 +78,7 @@ def test_sdist_carries_the_sources(dist):
     names = _names_in_sdist(dist)
     assert "pyproject.toml" in names
     assert "rules/signatures.yaml" in names
-    assert "wizard/cli.py" in names
+    assert "wizard/cli/main.py" in names
 
 
 def _run(venv: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
@@ -117,7 +117,7 @@ def test_triage_far_from_the_checkout(venv, tmp_path):
         [
             str(venv / "bin" / "python"),
             "-c",
-            "import ddp_doctor.kb as k; print(k.builtin_rules_dir())",
+            "import ddp_doctor.knowledge.kb as k; print(k.builtin_rules_dir())",
         ],
         capture_output=True,
         text=True,

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from ddp_doctor import engine
-from ddp_doctor import kb as kb_module
-from ddp_doctor.analyser import is_parameter_name
-from ddp_doctor.triage import triage_text
+from ddp_doctor.knowledge import kb as kb_module
+from ddp_doctor.reading.analyser import is_parameter_name
+from ddp_doctor.reading.triage import triage_text
+from ddp_doctor.reasoning import engine
 from helpers import FIXTURES, cli
 
 KB = kb_module.load()
@@ -345,7 +345,7 @@ def test_a_message_logged_or_escaped_keeps_its_names(text):
 
 def test_a_windows_path_is_not_read_as_escaped_line_breaks():
     frame = 'File "C:\\new\\nets\\nmodel.py", line 5, in forward'
-    from ddp_doctor.normalise import clean_lines
+    from ddp_doctor.reading.normalise import clean_lines
 
     assert [line.text for line in clean_lines(frame, ())] == [frame]
 

@@ -16,8 +16,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from ddp_doctor import kb as kb_module
-from ddp_doctor.errors import ExitCode
+from ddp_doctor.common.errors import ExitCode
+from ddp_doctor.knowledge import kb as kb_module
 from ddp_doctor.probe import (
     ProbeError,
     ProbeReport,
@@ -445,7 +445,7 @@ def test_cli_without_torch_exits_3(lang, expected):
         f"""
         import sys
         sys.modules["torch"] = None
-        from ddp_doctor import kb
+        from ddp_doctor.knowledge import kb
         from ddp_doctor.probe import run_probe_command
         sys.exit(run_probe_command("anything:make", 3, {lang!r}, False, kb.load()))
         """

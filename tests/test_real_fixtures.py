@@ -8,8 +8,8 @@ not from ddp-doctor's output. These tests need no torch.
 from __future__ import annotations
 
 import pytest
-from ddp_doctor import kb as kb_module
-from ddp_doctor.inputs import read_sources
+from ddp_doctor.knowledge import kb as kb_module
+from ddp_doctor.reading.inputs import read_sources
 from helpers import FIXTURES
 
 KB = kb_module.load()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from ddp_doctor import regex_guard
+from ddp_doctor.knowledge import regex_guard
 from test_regex_safety import ALL as BUILTIN
 
 CATASTROPHIC = [

@@ -1,5 +1,5 @@
 """A rules regex is not compiled while the text lacks every piece a match needs
-(wizard/regex_pieces.py, kb.LazyPattern). That shortcut is only right if it never hides a
+(wizard/knowledge/regex_pieces.py, kb.LazyPattern). That shortcut is only right if it never hides a
 match: these tests hold it to that, on the real rules and pastes and on random regexes."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
-from ddp_doctor import kb as kb_module
-from ddp_doctor.regex_pieces import required_pieces
+from ddp_doctor.knowledge import kb as kb_module
+from ddp_doctor.knowledge.regex_pieces import required_pieces
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

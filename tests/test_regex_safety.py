@@ -84,7 +84,7 @@ def rules_regexes() -> dict[str, tuple[str, int]]:
 
 
 def code_regexes() -> dict[str, tuple[str, int]]:
-    from ddp_doctor import analyser, normalise, scanner, triage
+    from ddp_doctor.reading import analyser, normalise, scanner, triage
 
     found = {}
     for module in (normalise, triage, analyser, scanner):

@@ -17,11 +17,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from ddp_doctor import engine
-from ddp_doctor.kb import load
-from ddp_doctor.render import _Out, build_report
-from ddp_doctor.triage import triage_text
-from ddp_doctor.wrap import line_spans, text_width
+from ddp_doctor.common.wrap import line_spans, text_width
+from ddp_doctor.knowledge.kb import load
+from ddp_doctor.output.render import _Out, build_report
+from ddp_doctor.reading.triage import triage_text
+from ddp_doctor.reasoning import engine
 from helpers import FIXTURES, ROOT
 
 KB = load()
@@ -166,7 +166,7 @@ def test_a_framework_without_its_own_spelling_is_named_as_people_name_it():
     diagnosis = engine.diagnose(KB, None, facts, {"framework": "hf_trainer"})
     for lang in ("en", "zh"):
         report = build_report(KB, diagnosis, lang)
-        from ddp_doctor.render import to_markdown
+        from ddp_doctor.output.render import to_markdown
 
         markdown = to_markdown(KB, report)
         if any(v.framework_fallback for v in report.fixes + report.diagnostics):
@@ -269,7 +269,7 @@ def _all_reports():
 def test_no_internal_id_in_any_report(lang):
     import json
 
-    from ddp_doctor.render import print_rich, to_json_data, to_markdown
+    from ddp_doctor.output.render import print_rich, to_json_data, to_markdown
     from rich.console import Console
 
     for name, diagnosis in _all_reports():

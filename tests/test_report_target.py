@@ -179,7 +179,7 @@ def test_save_never_writes_through_a_symlink(tmp_path):
 
 
 def test_an_atomic_save_over_a_link_replaces_the_link_not_its_target(tmp_path):
-    from ddp_doctor.saving import plan_save, write_plan
+    from ddp_doctor.output.saving import plan_save, write_plan
 
     target = tmp_path / "target.md"
     target.write_text("keep me\n")

@@ -1,4 +1,4 @@
-"""The second reader of `ddp-doctor ask` (rules/examples.yaml, wizard/retrieve.py), "did you
+"""The second reader of `ddp-doctor ask` (rules/examples.yaml, wizard/reading/retrieve.py), "did you
 mean" choices, and posts: a quoted log read as a paste, several questions answered each."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import json
 
 import pytest
 import yaml
-from ddp_doctor import retrieve
-from ddp_doctor.kb import load
-from ddp_doctor.post import split_post
+from ddp_doctor.knowledge.kb import load
+from ddp_doctor.reading import retrieve
+from ddp_doctor.reading.post import split_post
 from helpers import ROOT, cli
 
 KB = load()
@@ -204,8 +204,8 @@ def test_the_session_offers_the_readings_and_one_key_picks_one(tmp_path, monkeyp
     import io
     import re
 
-    from ddp_doctor.reading import read_question
-    from ddp_doctor.session import run_session
+    from ddp_doctor.talk.readers import read_question
+    from ddp_doctor.talk.session import run_session
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output import DummyOutput
     from rich.console import Console

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from ddp_doctor.kb import load
-from ddp_doctor.triage import triage_text
+from ddp_doctor.knowledge.kb import load
+from ddp_doctor.reading.triage import triage_text
 
 RULES = Path(__file__).resolve().parents[1] / "rules"
 KB = load()
@@ -52,7 +52,7 @@ def settable() -> set[str]:
     for topic in lexicon.get("topics") or []:
         names |= set(topic.get("implies") or {})
     # what triage itself computes, read off real pastes; `run` sets under_run and the
-    # debug level the job ran with (wizard/run.py)
+    # debug level the job ran with (wizard/run/wrapper.py)
     for path in sorted((Path(__file__).parent / "fixtures" / "real").glob("*.txt")):
         names |= set(triage_text(KB, path.read_text(encoding="utf-8")).facts)
     return names | {"under_run", "debug_level"}

@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 
 import pytest
-from ddp_doctor import engine, safety
-from ddp_doctor.kb import load
+from ddp_doctor.knowledge.kb import load
+from ddp_doctor.reasoning import engine, safety
 from helpers import ROOT, cli
 
 KB = load()

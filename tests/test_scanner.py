@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 
 import pytest
-from ddp_doctor import scanner as scanner_module
-from ddp_doctor.kb import load
-from ddp_doctor.triage import Scanner, scan_stream, summarise
+from ddp_doctor.knowledge.kb import load
+from ddp_doctor.reading import scanner as scanner_module
+from ddp_doctor.reading.triage import Scanner, scan_stream, summarise
 from helpers import cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -8,8 +8,8 @@ import shutil
 import jsonschema
 import pytest
 import yaml
-from ddp_doctor import kb as kb_module
-from ddp_doctor.rules_check import check_rules
+from ddp_doctor.knowledge import kb as kb_module
+from ddp_doctor.knowledge.rules_check import check_rules
 from helpers import ROOT, cli
 
 RULES = ROOT / "rules"

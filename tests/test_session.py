@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ddp_doctor import engine
-from ddp_doctor.kb import load
-from ddp_doctor.render import build_report
-from ddp_doctor.triage import triage_text
+from ddp_doctor.knowledge.kb import load
+from ddp_doctor.output.render import build_report
+from ddp_doctor.reading.triage import triage_text
+from ddp_doctor.reasoning import engine
 
 pytest.importorskip("questionary")
-from ddp_doctor.session import run_session  # noqa: E402
+from ddp_doctor.talk.session import run_session  # noqa: E402
 from prompt_toolkit.input import create_pipe_input  # noqa: E402
 from prompt_toolkit.output import DummyOutput  # noqa: E402
 from rich.console import Console  # noqa: E402

@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from ddp_doctor.kb import load
+from ddp_doctor.knowledge.kb import load
 
 pytest.importorskip("questionary")
-from ddp_doctor.session import run_session  # noqa: E402
+from ddp_doctor.talk.session import run_session  # noqa: E402
 from prompt_toolkit.input import create_pipe_input  # noqa: E402
 from prompt_toolkit.output import DummyOutput  # noqa: E402
 from rich.console import Console  # noqa: E402

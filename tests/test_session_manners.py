@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from ddp_doctor.session import run_session
-from ddp_doctor.wrap import text_width
+from ddp_doctor.common.wrap import text_width
+from ddp_doctor.talk.session import run_session
 from prompt_toolkit.data_structures import Size
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output.vt100 import Vt100_Output
@@ -91,7 +91,7 @@ def test_the_same_diagnosis_command_works_as_printed_after_declining_to_save(tmp
 def questions_after(text: str, first_value_index: int):
     """The first question after this paste, and how many follow when it is answered with
     its option at `first_value_index` and every later one with its first option."""
-    from ddp_doctor import engine
+    from ddp_doctor.reasoning import engine
 
     result = triage_text(KB, text)
     facts, answered = dict(result.facts), []

@@ -8,7 +8,7 @@ import io
 import re
 
 import pytest
-from ddp_doctor.kb import load
+from ddp_doctor.knowledge.kb import load
 from helpers import ROOT
 
 KB = load()
@@ -17,7 +17,7 @@ DOWN_ENTER = "\x1b[B\r"  # the first option (nothing is pointed at until the use
 
 def screen(lang: str, height: int) -> str:
     pytest.importorskip("questionary")
-    from ddp_doctor.session import run_session
+    from ddp_doctor.talk.session import run_session
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output import DummyOutput
     from rich.console import Console

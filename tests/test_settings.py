@@ -62,9 +62,9 @@ def test_how_many_found_errors_the_interview_lists_is_a_setting(tmp_path):
     """A paste with three different errors: the interview lists `shown_findings` of them."""
     import io
 
-    from ddp_doctor.kb import load
-    from ddp_doctor.record import replace
-    from ddp_doctor.session import run_session
+    from ddp_doctor.common.record import replace
+    from ddp_doctor.knowledge.kb import load
+    from ddp_doctor.talk.session import run_session
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output import DummyOutput
     from rich.console import Console

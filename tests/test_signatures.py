@@ -7,8 +7,8 @@ a rule and its test travel together); this one test runs them all.
 from __future__ import annotations
 
 import pytest
-from ddp_doctor import kb as kb_module
-from ddp_doctor.triage import triage_text
+from ddp_doctor.knowledge import kb as kb_module
+from ddp_doctor.reading.triage import triage_text
 from helpers import TESTS
 
 KB = kb_module.load()

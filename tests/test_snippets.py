@@ -14,11 +14,11 @@ import subprocess
 
 import pytest
 import yaml
-from ddp_doctor import engine
-from ddp_doctor.kb import load
-from ddp_doctor.record import replace
-from ddp_doctor.render import fix_view
-from ddp_doctor.triage import triage_text
+from ddp_doctor.common.record import replace
+from ddp_doctor.knowledge.kb import load
+from ddp_doctor.output.render import fix_view
+from ddp_doctor.reading.triage import triage_text
+from ddp_doctor.reasoning import engine
 
 KB = load()
 FRAMEWORKS = [o.value for o in KB.question("framework").options if o.value != engine.UNSURE]

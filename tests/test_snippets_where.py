@@ -8,9 +8,9 @@ import json
 import sys
 from pathlib import Path
 
-from ddp_doctor import engine
-from ddp_doctor.kb import load
-from ddp_doctor.render import build_report
+from ddp_doctor.knowledge.kb import load
+from ddp_doctor.output.render import build_report
+from ddp_doctor.reasoning import engine
 from helpers import cli
 
 KB = load()

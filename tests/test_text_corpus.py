@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-from ddp_doctor.kb import load
+from ddp_doctor.knowledge.kb import load
 from helpers import ROOT
 
 KB = load()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ddp_doctor import kb as kb_module
-from ddp_doctor.triage import Scanner, group_modules, summarise, triage_text
+from ddp_doctor.knowledge import kb as kb_module
+from ddp_doctor.reading.triage import Scanner, group_modules, summarise, triage_text
 from helpers import FIXTURES, cli, has_chinese
 
 KB = kb_module.load()

@@ -1,4 +1,4 @@
-"""Free text -> facts (wizard/understand.py over rules/lexicon.yaml).
+"""Free text -> facts (wizard/reading/understand.py over rules/lexicon.yaml).
 
 Every reading in the lexicon carries its own example sentences; one generic test runs them
 all. The rest checks what the reader promises: negation, several facts in one sentence,
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from ddp_doctor.kb import load
-from ddp_doctor.understand import USE_THRESHOLD, find_phrase, text_lang, understand
+from ddp_doctor.knowledge.kb import load
+from ddp_doctor.reading.understand import USE_THRESHOLD, find_phrase, text_lang, understand
 from helpers import ROOT
 
 KB = load()
@@ -193,9 +193,8 @@ def test_phrases_match_whole_latin_words_and_ignore_spaces():
 def test_a_lexicon_regex_passes_the_backtracking_check():
     """'re:' entries are regexes like any other in the rules: a nested repeat is refused."""
     import yaml
-
-    from wizard.kb import builtin_rules_dir
-    from wizard.rules_check import check_rules
+    from ddp_doctor.knowledge.kb import builtin_rules_dir
+    from ddp_doctor.knowledge.rules_check import check_rules
 
     data = yaml.safe_load((builtin_rules_dir() / "lexicon.yaml").read_text(encoding="utf-8"))
     assert check_rules("lexicon", data) is None

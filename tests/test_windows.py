@@ -10,9 +10,9 @@ case keeps the real sizes.
 from __future__ import annotations
 
 import pytest
-from ddp_doctor import scanner as scanner_module
-from ddp_doctor.kb import load
-from ddp_doctor.triage import Scanner, summarise
+from ddp_doctor.knowledge.kb import load
+from ddp_doctor.reading import scanner as scanner_module
+from ddp_doctor.reading.triage import Scanner, summarise
 
 KB = load()
 

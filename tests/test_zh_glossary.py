@@ -13,7 +13,7 @@ import re
 
 import pytest
 import yaml
-from ddp_doctor.kb import _tidy_chinese  # what the loader does to folded YAML
+from ddp_doctor.knowledge.kb import _tidy_chinese  # what the loader does to folded YAML
 from helpers import ROOT
 
 RULES = ROOT / "rules"
@@ -169,7 +169,7 @@ def test_the_checker_catches_what_it_claims():
 
 def test_answers_match_the_questions_verb():
     """Glossary rule 2: 有没有…？ is answered 有 / 没有; 是否已设置…？ 已设置 / 未设置."""
-    from ddp_doctor.kb import load
+    from ddp_doctor.knowledge.kb import load
 
     wrong = []
     for question in load().questions:

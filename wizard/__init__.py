@@ -11,7 +11,7 @@ line, the rules engine, the renderer) may change between releases.
 
 from __future__ import annotations
 
-from .version import __version__
+from .common.version import __version__
 
 # typing is only read by type checkers: importing it costs start-up time
 TYPE_CHECKING = False

@@ -1,5 +1,5 @@
 """`python -m ddp_doctor` is the same as `ddp-doctor`."""
 
-from .cli import main
+from .cli.main import main
 
 raise SystemExit(main())

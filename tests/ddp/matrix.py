@@ -495,7 +495,7 @@ def path_argv(case_: Case, path: str, answers_file: Path) -> list[str] | None:
 def ddp_doctor_json(argv: list[str], lang: str = "en") -> dict | None:
     """Run the CLI in-process (same code path as the installed script) and parse --json.
     None when it found nothing to diagnose."""
-    from ddp_doctor import cli
+    from ddp_doctor.cli import main as cli
 
     out = io.StringIO()
     env_lang = os.environ.pop("DDP_DOCTOR_LANG", None)

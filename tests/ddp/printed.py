@@ -35,7 +35,7 @@ STATIC_GRAPH_UNTOLD = "static_graph_untold"
 
 @functools.cache
 def _kb():
-    from ddp_doctor import kb
+    from ddp_doctor.knowledge import kb
 
     return kb.load()
 
@@ -43,7 +43,7 @@ def _kb():
 def render(fix_id: str, facts: tuple = (), modules: tuple = ()) -> str:
     """The pytorch snippet of `fix_id`, in English, as ddp-doctor fills it in for these
     facts (a tuple of (name, value) pairs) and the modules an error named."""
-    from ddp_doctor import render as rendering
+    from ddp_doctor.output import render as rendering
 
     kb = _kb()
     all_facts = {**JOB_FACTS, **dict(facts)}
@@ -55,7 +55,7 @@ def render(fix_id: str, facts: tuple = (), modules: tuple = ()) -> str:
 def error_modules(scenario: str) -> tuple[str, ...]:
     """The modules ddp-doctor reads from the scenario's real error (its captured INFO
     output, tests/fixtures/real/<scenario>__info__spawn.txt, made by make_fixtures.py)."""
-    from ddp_doctor import triage
+    from ddp_doctor.reading import triage
 
     paste = REAL / f"{scenario}__info__spawn.txt"
     if not paste.exists():

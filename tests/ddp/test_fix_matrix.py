@@ -163,7 +163,7 @@ def test_conditional_fixes_hold_when_their_condition_does(name: str, advice: dic
     """A conditional fix says "if <when>, then <fix>": where this case's honest facts meet
     the condition, the fix must work here; a conditional fix for a fix already on is a
     re-advice too."""
-    from ddp_doctor.engine import condition_holds
+    from ddp_doctor.reasoning.engine import condition_holds
 
     case_ = matrix.BY_NAME[name]
     answers = advice[name].get("answers")

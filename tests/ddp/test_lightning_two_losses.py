@@ -36,7 +36,7 @@ def results(tmp_path_factory):
 
 
 def test_the_snippet_is_what_the_job_runs():
-    from ddp_doctor.kb import load
+    from ddp_doctor.knowledge.kb import load
 
     code = load().fixes["sum_losses_single_backward"].snippets["lightning"].code.en
     job = (JOBS / "lightning_two_losses_job.py").read_text(encoding="utf-8")

@@ -1,0 +1,107 @@
+"""Rules conditions (`when:`, `ask_when:`, `avoid_when:` ...) evaluated against facts.
+
+Two readings: `condition_holds` answers yes or no from what is known now (an unknown fact
+fails a scalar test); `condition_state` also says when the answer needs a fact that is not
+known yet, which is how the safety rule tells "proven for this case" from "depends on the
+next answer".
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from ..common.memo import per_object
+
+# typing is only read by type checkers: importing it costs start-up time
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+# conditions are plain dicts or the loader's frozen mappings; a tuple of concrete types is
+# many times faster than the Mapping ABC in this hot path (the engine evaluates thousands)
+_MAPPINGS = (dict, MappingProxyType)
+
+
+UNKNOWN = object()  # a fact's value when it is not known: equal to no expected value
+
+# The engine evaluates the same few hundred rules conditions thousands of times per run (the
+# decision table ranks every cause for every hypothetical answer). Most are plain tests
+# ("family: X", "multitask: true", "framework: [a, b]"): each is read once into (fact, allowed
+# values) pairs and tested without walking the general reader below. Only the loader's
+# frozen mappings are remembered, never a caller's dict that could change afterwards.
+_PLAIN: dict = {}
+_PLAIN_KEPT = 8192
+
+
+def plain_tests(condition: Mapping[str, Any]) -> tuple[tuple[str, tuple], ...] | None:
+    """(fact, allowed values) pairs when every test is a value or a list; else None."""
+    tests = []
+    for key, expected in condition.items():
+        if key == "any" or isinstance(expected, _MAPPINGS):
+            return None
+        tests.append((key, tuple(expected) if isinstance(expected, list) else (expected,)))
+    return tuple(tests)
+
+
+def condition_holds(condition: Mapping[str, Any] | None, facts: Mapping[str, Any]) -> bool:
+    """Evaluate a rules condition (see rules/README.md) against the known facts."""
+    if not condition:
+        return True
+    if type(condition) is MappingProxyType:
+        tests = per_object(_PLAIN, condition, plain_tests, _PLAIN_KEPT, condition)
+        if tests is not None:
+            # `x in (v,)` is `x is v or x == v`: the same test as value_holds' `==` / `in`;
+            # a loop, not all(...): no generator to set up on the hot path
+            for key, allowed in tests:  # noqa: SIM110
+                if facts.get(key, UNKNOWN) not in allowed:
+                    return False
+            return True
+    for key, expected in condition.items():
+        if key == "any":
+            if not any(condition_holds(c, facts) for c in expected):
+                return False
+        elif not value_holds(key in facts, facts.get(key), expected):
+            return False
+    return True
+
+
+def about_more_than_the_family(condition: Mapping[str, Any]) -> bool:
+    """Does the condition look at more than the error family?"""
+    return len(condition) > 1 or (len(condition) == 1 and "family" not in condition)
+
+
+def value_holds(known: bool, value: Any, expected: Any) -> bool:
+    if isinstance(expected, _MAPPINGS):
+        if "known" in expected and known != expected["known"]:
+            return False
+        if "not" in expected:
+            excluded = expected["not"] if isinstance(expected["not"], list) else [expected["not"]]
+            return known and value not in excluded
+        return True
+    if not known:
+        return False
+    if isinstance(expected, list):
+        return value in expected
+    return value == expected
+
+
+def condition_state(condition: Mapping[str, Any] | None, facts: Mapping[str, Any]) -> bool | None:
+    """True or False when the known facts decide the condition, None when it needs a fact
+    that is not known yet (a `{known: ...}` test is decided by what is known now)."""
+    if not condition:
+        return True
+    state: bool | None = True
+    for key, expected in condition.items():
+        if key == "any":
+            parts = [condition_state(c, facts) for c in expected]
+            part = True if True in parts else (None if None in parts else False)
+        elif key in facts or (isinstance(expected, _MAPPINGS) and "known" in expected):
+            part = value_holds(key in facts, facts.get(key), expected)
+        else:
+            part = None
+        if part is False:
+            return False
+        if part is None:
+            state = None
+    return state

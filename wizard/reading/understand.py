@@ -1,0 +1,537 @@
+"""Free text -> facts, with a confidence and the words that said it.
+
+Pure: a sentence and the knowledge base in, `Understanding` out; no terminal, no I/O. What
+the words mean is data (rules/lexicon.yaml): named term lists (English, Chinese, code
+spellings) and readings, each an alternative of terms that must occur close together in
+one sentence. A negation just before a reading, in the same clause, turns it into its
+`negated` facts ("I don't call backward twice" -> one backward); a hedge ("maybe") halves
+its confidence. Proximity is counted in words, a CJK character as half a word, so the same
+window fits "loss only uses the first output" and "loss 只用了第一个输出".
+
+The same terms recognise questions about the knowledge base: a topic (a fix, by its names)
+and an aspect (cost, difference, safety, framework spelling, "still fails").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..knowledge.kb import KnowledgeBase, RulesError, Text
+
+USE_THRESHOLD = 0.5  # a fact read with less confidence is shown as a guess, not used
+MAX_CHARS = 20_000  # a description, not a log: longer text is read up to here
+HEDGE_FACTOR = 0.5
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_HAN = re.compile(f"[{_CJK}]")
+_ASCII_WORD = re.compile(r"[A-Za-z0-9_]+")
+# sentence ends: 。！？；!?; and a full stop followed by a space or the end (not `loss.backward`)
+_SENTENCE_END = re.compile(r"[。！？；!?;\n]|\.(?=\s|$)")
+_CLAUSE_PUNCT = re.compile(r"[，,、：:（）()]")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One thing the text says: the facts, how sure, and where it says it."""
+
+    id: str
+    facts: Mapping[str, Any]
+    confidence: float
+    span: tuple[int, int]  # character offsets in the text
+    quote: str
+    negated: bool
+    says: Text
+
+
+@dataclass(frozen=True)
+class Intent:
+    """A question about the knowledge base: which entries, and what about them."""
+
+    topics: tuple[str, ...]  # topic ids (rules/lexicon.yaml topics), in text order
+    fixes: tuple[str, ...]  # the fixes they name
+    aspect: str | None  # cost | difference | safe | still_fails | framework | why
+    on_facts: Mapping[str, Any]  # facts a topic implies when asked why it "still fails"
+
+
+@dataclass(frozen=True)
+class Understanding:
+    text: str
+    lang: str  # the language the text is written in: zh when it holds Chinese
+    readings: tuple[Reading, ...]  # every reading found, strongest first
+    facts: Mapping[str, Any]  # the facts to use: confident readings, conflicts resolved
+    guesses: tuple[Reading, ...]  # readings below the threshold (shown, not used)
+    is_question: bool
+    intent: Intent | None  # set when the text asks about a knowledge-base entry
+
+    @property
+    def used(self) -> tuple[Reading, ...]:
+        """The readings whose facts are used, in text order."""
+        kept = [
+            r
+            for r in self.readings
+            if r.confidence >= USE_THRESHOLD
+            and all(self.facts.get(k) == v for k, v in r.facts.items())
+        ]
+        return tuple(sorted(kept, key=lambda r: r.span))
+
+
+# ---------------------------------------------------------------------------- compiling
+
+
+class _Doc:
+    """A text prepared for phrase search: lower-cased, and without spaces (with a map back).
+
+    Phrases are found with `str.find` on the squeezed text, not with one big regex: compiling
+    hundreds of alternatives cost ~1 s per process, a plain search costs nothing up front.
+    """
+
+    def __init__(self, text: str):
+        self.text = text
+        chars, index = [], []
+        for position, char in enumerate(text):
+            if char.isspace():
+                continue
+            low = char.lower()
+            chars.append(low if len(low) == 1 else char)  # keep offsets one to one
+            index.append(position)
+        self.squeezed = "".join(chars)
+        self.index = index
+
+
+def _is_word(char: str) -> bool:
+    return char.isascii() and (char.isalnum() or char == "_")
+
+
+@dataclass(frozen=True)
+class _Phrase:
+    squeezed: str  # lower-cased, spaces removed
+    words: int  # how many words the entry has: "may be" is not the entry "maybe"
+    word_start: bool  # begins with a Latin word character: needs a word boundary before
+    word_end: bool
+    plural: bool  # an `s` / `es` may follow
+
+    def spans(self, doc: _Doc) -> list[tuple[int, int]]:
+        out, text, size = [], doc.text, len(self.squeezed)
+        found = doc.squeezed.find(self.squeezed)
+        while found != -1:
+            begin = doc.index[found]
+            end = doc.index[found + size - 1] + 1
+            if len(text[begin:end].split()) > self.words:
+                pass  # the text has a space the entry has not
+            elif not (self.word_start and begin > 0 and _is_word(text[begin - 1])):
+                if self.word_end and self.plural:
+                    for suffix in ("es", "s"):
+                        after = end + len(suffix)
+                        if text[end:after].lower() == suffix and not (
+                            after < len(text) and _is_word(text[after])
+                        ):
+                            end = after
+                            break
+                if not (self.word_end and end < len(text) and _is_word(text[end])):
+                    out.append((begin, end))
+            found = doc.squeezed.find(self.squeezed, found + 1)
+        return out
+
+
+@dataclass(frozen=True)
+class _Words:
+    """A word list: phrases (found literally) and `re:` regexes (searched in the text)."""
+
+    phrases: tuple[_Phrase, ...]
+    regexes: tuple[re.Pattern, ...]
+
+    def spans(self, doc: _Doc, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+        end = len(doc.text) if end is None else end
+        found: set[tuple[int, int]] = set()
+        for phrase in self.phrases:
+            found.update(phrase.spans(doc))
+        for regex in self.regexes:
+            found.update((m.start(), m.end()) for m in regex.finditer(doc.text))
+        return sorted(s for s in found if start <= s[0] and s[1] <= end and s[1] > s[0])
+
+    def first(self, doc: _Doc, start: int = 0, end: int | None = None) -> int | None:
+        spans = self.spans(doc, start, end)
+        return spans[0][0] if spans else None
+
+
+def _phrase(entry: str) -> _Phrase:
+    low = entry.lower()
+    return _Phrase(
+        squeezed="".join(low.split()),
+        words=len(low.split()),
+        word_start=_is_word(low[0]) and not low.startswith("n't"),  # "doesn't" ends in n't
+        word_end=_is_word(low[-1]),
+        plural=len(low) >= 3 and low[-3:].isascii() and low[-3:].isalpha(),
+    )
+
+
+def _words(entries) -> _Words:
+    entries = [e for e in entries if e.strip()]
+    return _Words(
+        phrases=tuple(_phrase(e) for e in entries if not e.startswith("re:")),
+        regexes=tuple(re.compile(e[3:], re.IGNORECASE) for e in entries if e.startswith("re:")),
+    )
+
+
+def find_phrase(text: str, entry: str) -> list[tuple[int, int]]:
+    """Where one lexicon entry occurs in `text`: case-insensitive; a space in the entry also
+    matches no space (`两次 backward` finds `两次backward`); Latin words match whole words
+    (`two` is not in `network`), with an optional plural `s`."""
+    return _words([entry]).spans(_Doc(text))
+
+
+@dataclass(frozen=True)
+class _ReadingRule:
+    id: str
+    sets: Mapping[str, Any]
+    negated: Mapping[str, Any] | None
+    confidence: float
+    window: float
+    says: Text
+    alternatives: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class _Lexicon:
+    terms: Mapping[str, _Words]
+    readings: tuple[_ReadingRule, ...]
+    negation: _Words
+    not_negation: _Words
+    hedge: _Words
+    clause_break: _Words
+    question: _Words
+    question_start: _Words
+    message_reference: _Words
+    topics: tuple[tuple[str, str, Mapping[str, Any], _Words], ...]
+    aspects: tuple[tuple[str, _Words, _Words], ...]  # id, strong cues, weak cues
+
+
+_COMPILED: dict[int, tuple[KnowledgeBase, _Lexicon]] = {}
+
+
+def _compile(kb: KnowledgeBase) -> _Lexicon:
+    cached = _COMPILED.get(id(kb))
+    if cached is not None and cached[0] is kb:
+        return cached[1]
+    raw = kb.lexicon
+    terms = {t["id"]: _words(t["match"]) for t in raw.get("terms", [])}
+    readings = []
+    for item in raw.get("readings", []):
+        alternatives = tuple(tuple(alt) for alt in item["match"])
+        for alt in alternatives:
+            for name in alt:
+                if name not in terms:
+                    raise RulesError(
+                        "lexicon.yaml", None, f"reading {item['id']!r}: unknown term {name!r}"
+                    )
+        says = item["says"]
+        readings.append(
+            _ReadingRule(
+                id=item["id"],
+                sets=dict(item["sets"]),
+                negated=dict(item["negated"]) if item.get("negated") else None,
+                confidence=float(item.get("confidence", 0.8)),
+                window=float(item.get("window", 4)),
+                says=Text(says["en"], says["zh"]),
+                alternatives=alternatives,
+            )
+        )
+    cues = raw.get("cues", {})
+    topics = []
+    for topic in raw.get("topics", []):
+        if topic["fix"] not in kb.fixes:
+            raise RulesError(
+                "lexicon.yaml", None, f"topic {topic['id']!r}: unknown fix {topic['fix']!r}"
+            )
+        entries = []
+        for entry in topic["match"]:  # a term id stands for its whole list
+            entries += _term_entries(raw, entry) if entry in terms else [entry]
+        topics.append(
+            (topic["id"], topic["fix"], dict(topic.get("implies") or {}), _words(entries))
+        )
+    lexicon = _Lexicon(
+        terms=terms,
+        readings=tuple(readings),
+        negation=_words(cues.get("negation", [])),
+        not_negation=_words(cues.get("not_negation", [])),
+        hedge=_words(cues.get("hedge", [])),
+        clause_break=_words(cues.get("clause_break", [])),
+        question=_words(cues.get("question", [])),
+        question_start=_words(cues.get("question_start", [])),
+        message_reference=_words(cues.get("message_reference", [])),
+        topics=tuple(topics),
+        aspects=tuple(
+            (a["id"], _words(a["match"]), _words(a.get("weak", []))) for a in raw.get("aspects", [])
+        ),
+    )
+    _COMPILED[id(kb)] = (kb, lexicon)
+    return lexicon
+
+
+def _term_entries(raw: Mapping[str, Any], term_id: str) -> list[str]:
+    return next(list(t["match"]) for t in raw.get("terms", []) if t["id"] == term_id)
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+def text_lang(text: str) -> str:
+    """`zh` when the text holds Chinese (two Han characters or more), else `en`."""
+    return "zh" if len(_HAN.findall(text[:MAX_CHARS])) >= 2 else "en"
+
+
+class _Units:
+    """Word positions: a prefix sum where a Latin word counts 1 and a CJK character 1/2."""
+
+    def __init__(self, text: str):
+        weights = [0.0] * (len(text) + 1)
+        for match in _ASCII_WORD.finditer(text):
+            weights[match.start()] = 1.0
+        for match in _HAN.finditer(text):
+            weights[match.start()] = 0.5
+        total, self.prefix = 0.0, [0.0]
+        for weight in weights[:-1]:
+            total += weight
+            self.prefix.append(total)
+
+    def between(self, start: int, end: int) -> float:
+        return self.prefix[end] - self.prefix[start] if end > start else 0.0
+
+
+def _sentences(text: str) -> list[tuple[int, int]]:
+    bounds, start = [], 0
+    for match in _SENTENCE_END.finditer(text):
+        bounds.append((start, match.end()))
+        start = match.end()
+    bounds.append((start, len(text)))
+    return [(s, e) for s, e in bounds if text[s:e].strip()]
+
+
+def understand(kb: KnowledgeBase, text: str) -> Understanding:
+    """What the text says, as facts with confidence; and whether it asks about a fix."""
+    text = text[:MAX_CHARS]
+    lexicon = _compile(kb)
+    units = _Units(text)
+    doc = _Doc(text)
+    everywhere = {name: words.spans(doc) for name, words in lexicon.terms.items()}
+    found: list[Reading] = []
+    for start, end in _sentences(text):
+        hits = {}
+        for name, spans in everywhere.items():
+            inside = [s for s in spans if start <= s[0] and s[1] <= end]
+            if inside:
+                hits[name] = inside[:50]  # a pathological sentence cannot make this quadratic
+        found += _read_sentence(lexicon, doc, start, end, units, hits)
+    found.sort(key=lambda r: -r.confidence)
+    is_question = _is_question(lexicon, text)
+    intent = _intent(lexicon, doc)
+    if intent is not None and not is_question:
+        # A fix named in a description is not a question about it, unless all the text says
+        # is that the fix was tried and still fails ("find_unused_parameters=True已设置，多卡还是
+        # 报错"); a description that also tells the set-up gets the diagnosis for that set-up.
+        told = {k for r in found if r.confidence >= USE_THRESHOLD for k in r.facts}
+        if told - set(intent.on_facts) or not _says_it_still_fails(lexicon, doc):
+            intent = None
+    if intent is not None and intent.aspect != "still_fails":
+        # "how do I set find_unused_parameters?" names the flag without saying it is on
+        found = [r for r in found if not set(r.facts) & set(intent.on_facts)]
+    facts = _resolve(found)
+    if (
+        intent is not None
+        and intent.aspect == "still_fails"
+        and _contradicts(_resolve(r for r in found if not r.negated), intent)
+    ):
+        # "I set find_unused_parameters=False and still get the error" names the fix, but the
+        # fix was not applied: the text describes a set-up, and gets the diagnosis for it. (A
+        # negated reading does not count: in "I can't make it work even with static_graph"
+        # the "can't" is about the working.)
+        intent = None
+    guesses = tuple(r for r in found if r.confidence < USE_THRESHOLD)
+    return Understanding(
+        text=text,
+        lang=text_lang(text),
+        readings=tuple(found),
+        facts=facts,
+        guesses=guesses,
+        is_question=is_question,
+        intent=intent,
+    )
+
+
+def points_at_a_message(kb: KnowledgeBase, text: str) -> bool:
+    """Whether the text speaks of an error or warning it does not hold ("the warning
+    appears", "报错如下"): then the message itself is what to ask for."""
+    return bool(_compile(kb).message_reference.spans(_Doc(text)))
+
+
+def facts_from_text(kb: KnowledgeBase, text: str) -> dict[str, Any]:
+    """Only the facts (the engine's old entry point)."""
+    return dict(understand(kb, text).facts)
+
+
+def _read_sentence(lexicon: _Lexicon, doc: _Doc, start: int, end: int, units: _Units, hits):
+    text = doc.text
+    out = []
+    for rule in lexicon.readings:
+        chosen = None
+        for alternative in rule.alternatives:
+            best = _closest(alternative, hits, units, rule.window)
+            if best is None:
+                continue
+            span, gap = best
+            clause = _clause(lexicon, doc, start, end, span)
+            negated = _negated(lexicon, doc, clause[0], span[0], units)
+            if chosen is None or (chosen[2] and not negated):
+                chosen = (span, gap, negated, clause)
+            if not negated:
+                # one affirmative wording is enough: "I call backward twice without
+                # retain_graph" still calls it twice, whatever the negated mention says
+                break
+        if chosen is None:
+            continue
+        span, gap, negated, clause = chosen
+        facts = rule.negated if negated else rule.sets
+        if not facts:
+            continue
+        confidence = rule.confidence * (1.0 - 0.02 * gap)  # closer words, surer reading
+        if lexicon.hedge.spans(doc, clause[0], clause[1]):
+            confidence *= HEDGE_FACTOR
+        out.append(
+            Reading(
+                id=rule.id,
+                facts=dict(facts),
+                confidence=round(max(0.05, confidence), 3),
+                span=span,
+                quote=text[span[0] : span[1]],
+                negated=negated,
+                says=rule.says,
+            )
+        )
+    return out
+
+
+def _closest(alternative, hits, units: _Units, window: float):
+    """The tightest span holding one hit of every term, if its gaps fit the window."""
+    if any(name not in hits for name in alternative):
+        return None
+    anchor_name, others = alternative[0], alternative[1:]
+    best = None
+    for anchor in hits[anchor_name]:
+        chosen = [anchor]
+        for name in others:
+            candidates = [s for s in hits[name] if not _overlaps(s, chosen)]
+            if not candidates:
+                break
+            chosen.append(min(candidates, key=lambda s: _gap(anchor, s, units)))
+        else:
+            gap = max((_gap(a, b, units) for a in chosen for b in chosen), default=0.0)
+            if gap <= window and (best is None or gap < best[1]):
+                span = (min(s[0] for s in chosen), max(s[1] for s in chosen))
+                best = (span, gap)
+    return best
+
+
+def _overlaps(span, chosen) -> bool:
+    return any(span[0] < c[1] and c[0] < span[1] for c in chosen)
+
+
+def _gap(a, b, units: _Units) -> float:
+    first, second = (a, b) if a[0] <= b[0] else (b, a)
+    return units.between(first[1], second[0])
+
+
+def _clause(lexicon: _Lexicon, doc: _Doc, start: int, end: int, span) -> tuple[int, int]:
+    """The clause around `span`: from the last break before it to the first one after."""
+    clause_start, clause_end = start, end
+    breaks = [(m.start(), m.end()) for m in _CLAUSE_PUNCT.finditer(doc.text, start, end)]
+    breaks += lexicon.clause_break.spans(doc, start, end)
+    for begin, finish in breaks:
+        if finish <= span[0]:
+            clause_start = max(clause_start, finish)
+        elif begin >= span[1]:
+            clause_end = min(clause_end, begin)
+    return clause_start, clause_end
+
+
+def _negated(lexicon: _Lexicon, doc: _Doc, clause_start: int, at: int, units: _Units) -> bool:
+    """A negation word within three words before `at`, in the same clause.
+
+    "does not work with checkpointing" negates the working, not the checkpointing: a negation
+    inside a `not_negation` phrase does not count.
+    """
+    blocked = lexicon.not_negation.spans(doc, clause_start, at)
+    for begin, end in lexicon.negation.spans(doc, clause_start, at):
+        if any(start < end and begin < finish for start, finish in blocked):  # overlap
+            continue
+        if units.between(end, at) <= 3.0:
+            return True
+    return False
+
+
+def _resolve(readings: Iterable[Reading]) -> dict[str, Any]:
+    """One value per fact: the most confident reading wins (readings come strongest first)."""
+    facts: dict[str, Any] = {}
+    for reading in readings:
+        if reading.confidence < USE_THRESHOLD:
+            continue
+        for key, value in reading.facts.items():
+            facts.setdefault(key, value)
+    return facts
+
+
+# ---------------------------------------------------------------------------- questions
+
+
+def _is_question(lexicon: _Lexicon, text: str) -> bool:
+    stripped = text.strip()
+    if stripped.endswith(("?", "？")):
+        return True
+    if len(stripped) > 300:  # a paragraph about a setup, not a question
+        return False
+    doc = _Doc(stripped)
+    return lexicon.question_start.first(doc) == 0 or bool(lexicon.question.spans(doc))
+
+
+def _contradicts(facts: Mapping[str, Any], intent: Intent) -> bool:
+    """Whether the text says otherwise of a fact the fix it names implies."""
+    return any(key in facts and facts[key] != value for key, value in intent.on_facts.items())
+
+
+def _says_it_still_fails(lexicon: _Lexicon, doc: _Doc) -> bool:
+    """A strong "still fails" cue ("still get the error", "还是报错"), not a bare "still"."""
+    return any(
+        aspect_id == "still_fails" and bool(words.spans(doc))
+        for aspect_id, words, _ in lexicon.aspects
+    )
+
+
+def _intent(lexicon: _Lexicon, doc: _Doc) -> Intent | None:
+    topics: list[tuple[int, str, str, Mapping[str, Any]]] = []
+    for topic_id, fix_id, on, words in lexicon.topics:
+        at = words.first(doc)
+        if at is not None:
+            topics.append((at, topic_id, fix_id, on))
+    if not topics:
+        return None
+    topics.sort()
+    # A strong cue ("slow down", "still get the error") names what is asked by itself; a weak
+    # one ("still", "or", "problem") often means something else, so it counts only where no
+    # aspect has a strong cue: "does it still slow training down?" asks about the cost.
+    strong = [aspect_id for aspect_id, words, _ in lexicon.aspects if words.spans(doc)]
+    weak = [aspect_id for aspect_id, _, words in lexicon.aspects if words.spans(doc)]
+    if len(topics) < 2:  # "which is better" about one fix: not a comparison
+        strong = [a for a in strong if a != "difference"]
+        weak = [a for a in weak if a != "difference"]
+    found = strong or weak
+    aspect = found[0] if found else None
+    on: dict[str, Any] = {}
+    for _, _, _, facts in topics:
+        on.update(facts)
+    return Intent(
+        topics=tuple(t[1] for t in topics),
+        fixes=tuple(dict.fromkeys(t[2] for t in topics)),
+        aspect=aspect,
+        on_facts=on,
+    )

@@ -1,0 +1,872 @@
+"""Facts -> ranked causes -> fixes, and which question to ask next.
+
+Pure functions over the knowledge base: no terminal, no I/O, so every decision the
+interview makes can be tested by feeding facts in. Causes are scored in log-odds (prior
+plus the weights of the evidence that holds) and turned into probabilities with a softmax;
+the next question is the one whose answers would leave the least uncertainty (expected
+entropy) about the cause.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+
+from ..common.memo import per_object
+from ..common.record import field, record, replace
+from ..knowledge.conditions import (  # condition_state is re-exported
+    UNKNOWN,
+    about_more_than_the_family,
+    condition_holds,
+    condition_state,  # noqa: F401
+    plain_tests,
+)
+from ..knowledge.kb import Cause, Evidence, Fix, KnowledgeBase, Option, Outcome, Question, Text
+from ..reading.triage import Finding, TriageResult
+from . import safety
+
+# typing is only read by type checkers: importing it costs start-up time
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+DEFAULT_SETTINGS = {
+    "lead_probability": 0.6,  # one cause "clearly leads" above this ...
+    "lead_margin": 0.3,  # ... and this far ahead of the next
+    "max_questions": 4,
+    "shown_causes": 3,
+    "shown_fixes": 4,
+    "fix_cause_floor": 0.2,  # causes less likely than this (but the first) add no diagnostics
+    "rule_out_weight": 2.0,  # evidence this heavy against a cause rules it out (safety.py)
+    "plausible_floor": 0.1,  # once something specific is known (safety.py)
+    "specific_weight": 1.5,  # evidence this heavy about more than the family is "specific"
+    "conditional_per_answer": 2,  # fixes shown per answer in the decision table
+    "conditional_rows": 10,
+    "shown_findings": 3,  # errors the interview lists as found in the paste
+}
+UNSURE = "unsure"
+FRAMEWORK_FACT = "framework"
+DEFAULT_FRAMEWORK = "pytorch"
+
+
+# ---------------------------------------------------------------------------- results
+
+
+@record
+class RankedCause:
+    cause: Cause
+    probability: float
+    score: float  # log-odds, before normalisation
+    reasons: tuple[Text, ...]  # of the evidence that raised it, strongest first
+    fired: tuple[Evidence, ...] = ()  # every evidence entry that holds
+
+    @property
+    def id(self) -> str:
+        return self.cause.id
+
+
+@record
+class RankedFix:
+    fix: Fix
+    score: float
+    for_causes: tuple[str, ...]
+    avoided: bool = False  # recommended by a likely cause but wrong here: show the warning
+    reason: Text | None = None  # why it is a warning: a failing outcome's note, or fix.warning
+    failing_cause: str | None = None  # the plausible cause it is proven to fail for
+    failing_outcome: Outcome | None = None
+
+    @property
+    def id(self) -> str:
+        return self.fix.id
+
+
+@record
+class AskedQuestion:
+    """A question as put to the user: a rules question, instantiated for one module."""
+
+    question: Question
+    key: str  # the id in --answers files: `id`, or `id:module` for per-module questions
+    fields: Mapping[str, str] = field(default_factory=dict)  # placeholders in its texts
+
+    @property
+    def options(self) -> tuple[Option, ...]:
+        return self.question.options
+
+
+@record
+class Answer:
+    """One answer to one question: a step of a condition in the decision table."""
+
+    asked: AskedQuestion
+    option: Option
+
+
+@record
+class ConditionalFix:
+    """A fix that becomes advice once these answers are given ("if ..., then ..."), or, with
+    no answers, once the cause is known to be `cause` (a plausible cause the question does
+    not settle: the row names the fix proven for that cause alone)."""
+
+    fix: RankedFix
+    answers: tuple[Answer, ...]  # the first is the question to ask now
+    cause: str | None = None
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        merged: dict[str, Any] = {}
+        for answer in self.answers:
+            merged.update(answer.option.sets)
+        return merged
+
+
+@record
+class Diagnosis:
+    findings: tuple[Finding, ...]
+    facts: Mapping[str, Any]
+    causes: tuple[RankedCause, ...]
+    fixes: tuple[RankedFix, ...]  # advice: proven to work for every plausible cause
+    diagnostics: tuple[RankedFix, ...]
+    avoided: tuple[RankedFix, ...]  # warnings: proven to fail for a plausible cause
+    unused_modules: tuple[str, ...]
+    answers: Mapping[str, str]
+    framework: str
+    confident: bool  # one cause clearly leads
+    plausible: tuple[str, ...] = ()  # the causes the safety rule keeps in play
+    conditional: tuple[ConditionalFix, ...] = ()  # the decision table
+    splitting_question: AskedQuestion | None = None  # the one question that splits it
+
+    @property
+    def family(self) -> str | None:
+        return self.facts.get("family")
+
+
+# ---------------------------------------------------------------------------- ranking
+
+
+def settings(kb: KnowledgeBase) -> Mapping[str, Any]:
+    """The engine settings of these rules over the defaults (read-only, made once per rules)."""
+    return per_object(_SETTINGS, kb.engine, _merged_settings, 64, kb.engine)
+
+
+def _merged_settings(engine: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType({**DEFAULT_SETTINGS, **engine})
+
+
+_SETTINGS: dict = {}
+
+
+# The decision table and the question planner rank the same few fact sets again and again
+# (158 rankings for one paste, a third of `triage --json`'s run time): remember them, per
+# causes tuple and fact set.
+_RANKINGS: dict = {}
+_RANKINGS_KEPT = 4096
+
+
+def _facts_key(facts: Mapping[str, Any]) -> tuple | None:
+    try:
+        key = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in facts.items()))
+        hash(key)
+    except TypeError:  # an unhashable value (a dict, a nested list): rank without the memo
+        return None
+    return key
+
+
+def rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCause, ...]:
+    key = _facts_key(facts)
+    if key is None:
+        return _rank_causes(kb, facts)
+    return per_object(_RANKINGS, kb.causes, _rank_causes, _RANKINGS_KEPT, kb, facts, key=key)
+
+
+def _rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCause, ...]:
+    get = facts.get
+    scored = []
+    top = -math.inf
+    for cause, evidence in _evidence_table(kb.causes):
+        score = cause.prior
+        fired = []
+        raised = []
+        for e, tests, order in evidence:
+            if tests is None:
+                holds = condition_holds(e.when, facts)
+            else:
+                holds = True
+                for key, allowed in tests:  # condition_holds' plain test, inlined: the hot loop
+                    if get(key, UNKNOWN) not in allowed:
+                        holds = False
+                        break
+            if not holds:
+                continue
+            fired.append(e)
+            score += e.weight
+            if order is not None:
+                raised.append((order, e.reason))
+        if len(raised) > 1:
+            raised.sort(key=_first)
+        scored.append((cause, score, tuple(reason for _, reason in raised), tuple(fired)))
+        top = max(top, score)
+    weights = [math.exp(s - top) for _, s, _, _ in scored]
+    total = sum(weights) or 1.0
+    ranked = [
+        RankedCause(cause, w / total, s, reasons, fired)
+        for (cause, s, reasons, fired), w in zip(scored, weights)
+    ]
+    ranked.sort(key=_most_likely_first)  # stable: ties keep the rules' order
+    return tuple(ranked)
+
+
+def _first(item: tuple) -> Any:
+    return item[0]
+
+
+def _most_likely_first(ranked: RankedCause) -> float:
+    return -ranked.probability
+
+
+# Each cause's evidence, read once per set of rules: (evidence, its plain tests or None, its
+# place among the reasons shown or None). Only evidence with a reason and a positive weight
+# is shown as a reason: a strong reason tied to what this user said or pasted comes before
+# the generic one for the family; a weak hint (a nudge under 1 in log-odds) does not.
+_TABLES: dict = {}
+
+
+def _evidence_table(causes: tuple[Cause, ...]) -> tuple:
+    def make() -> tuple:
+        return tuple(
+            (cause, tuple((e, plain_tests(e.when), _reason_order(e)) for e in cause.evidence))
+            for cause in causes
+        )
+
+    return per_object(_TABLES, causes, make, 64)
+
+
+def _reason_order(e: Evidence) -> tuple[bool, float] | None:
+    if e.reason is None or e.weight <= 0:
+        return None
+    return (not (about_more_than_the_family(e.when) and e.weight >= 1.0), -e.weight)
+
+
+def leads_clearly(kb: KnowledgeBase, ranked: tuple[RankedCause, ...]) -> bool:
+    if not ranked:
+        return False
+    conf = settings(kb)
+    second = ranked[1].probability if len(ranked) > 1 else 0.0
+    return (
+        ranked[0].probability >= conf["lead_probability"]
+        and ranked[0].probability - second >= conf["lead_margin"]
+    )
+
+
+def plan_fixes(
+    kb: KnowledgeBase, ranked: tuple[RankedCause, ...], facts: Mapping[str, Any]
+) -> tuple[tuple[RankedFix, ...], tuple[RankedFix, ...], tuple[RankedFix, ...]]:
+    """(fixes, diagnostics, avoided) for the plausible causes, best first.
+
+    Fixes go through the safety rule (safety.py): advice only when proven to work for every
+    plausible cause, a warning when proven to fail for one of them (or `avoid_when` holds);
+    the rest are left for the decision table. A fix's score is the best over the causes
+    that list it of the cause's probability, discounted by its position in that list.
+    """
+    conf = settings(kb)
+    plausible = safety.plausible_causes(ranked, facts, conf)
+    diagnostic_causes = [
+        rc
+        for i, rc in enumerate(ranked[: conf["shown_causes"]])
+        if i == 0 or rc.probability >= conf["fix_cause_floor"]
+    ]
+    scores: dict[str, float] = {}
+    owners: dict[str, list[str]] = {}
+    for ranked_cause in _unique(list(plausible) + diagnostic_causes):
+        for position, fix_id in enumerate(ranked_cause.cause.fixes):
+            is_diagnostic = kb.fixes[fix_id].kind == "diagnostic"
+            if (
+                (ranked_cause in diagnostic_causes)
+                if is_diagnostic
+                else (ranked_cause in plausible)
+            ):
+                score = ranked_cause.probability * (0.8**position)
+                scores[fix_id] = max(scores.get(fix_id, 0.0), score)
+                owners.setdefault(fix_id, []).append(ranked_cause.id)
+    fixes, diagnostics, avoided = [], [], []
+    for fix_id, score in sorted(scores.items(), key=lambda item: -item[1]):
+        fix = kb.fixes[fix_id]
+        if fix.pointless_when is not None and condition_holds(fix.pointless_when, facts):
+            continue  # e.g. "let PyTorch name the parameters" when the error names them
+        entry = RankedFix(fix, score, tuple(owners[fix_id]))
+        if fix.kind == "diagnostic":
+            diagnostics.append(entry)
+            continue
+        judgement = safety.judge(fix, plausible, facts)
+        avoid = fix.avoid_when is not None and condition_holds(fix.avoid_when, facts)
+        if judgement.kind == safety.ALREADY_ON:
+            continue  # the text shows it is applied: never advise it again
+        if avoid and judgement.kind != safety.FAILS:  # a measured failure says more
+            avoided.append(replace(entry, avoided=True, reason=fix.warning))
+        elif judgement.kind == safety.ADVICE:
+            fixes.append(entry)
+        elif judgement.kind == safety.FAILS:
+            cause_id, outcome = judgement.failing[0]
+            avoided.append(
+                replace(
+                    entry,
+                    avoided=True,
+                    reason=outcome.note or fix.warning,
+                    failing_cause=cause_id,
+                    failing_outcome=outcome,
+                )
+            )
+    return tuple(fixes), tuple(diagnostics), tuple(avoided)
+
+
+def _unique(items: list) -> list:
+    seen: set[int] = set()
+    return [i for i in items if not (id(i) in seen or seen.add(id(i)))]
+
+
+# ---------------------------------------------------------------------------- questions
+
+
+def instantiate(kb: KnowledgeBase, modules: Iterable[str]) -> list[AskedQuestion]:
+    """Every question as it could be asked, per-module ones once per revealed module."""
+    modules = list(modules)
+    asked: list[AskedQuestion] = []
+    for question in kb.questions:
+        if question.for_each == "unused_modules":
+            for module in modules[: question.limit]:
+                asked.append(AskedQuestion(question, f"{question.id}:{module}", {"module": module}))
+        else:
+            asked.append(AskedQuestion(question, question.id))
+    return asked
+
+
+def is_open(asked: AskedQuestion, facts: Mapping[str, Any], answered: Iterable[str]) -> bool:
+    """Still worth asking: not answered, its fact unknown, its condition true."""
+    question = asked.question
+    if asked.key in answered:
+        return False
+    if question.fact and question.for_each is None and question.fact in facts:
+        return False
+    return condition_holds(question.ask_when, facts)
+
+
+def contradicts(option: Option, facts: Mapping[str, Any]) -> bool:
+    """The option says the opposite of a fact already known (an earlier answer, the paste):
+    a row or a branch built on it would describe another user."""
+    return any(facts.get(key, value) != value for key, value in option.sets.items())
+
+
+def apply_answer(
+    facts: Mapping[str, Any], asked: AskedQuestion, value: str
+) -> dict[str, Any] | None:
+    """The facts after answering; None if `value` is not one of the question's options."""
+    question = asked.question
+    if question.kind == "text":
+        return dict(facts)
+    option = next((o for o in question.options if o.value == value), None)
+    if option is None:
+        return None
+    return {**facts, **option.sets}
+
+
+def _entropy(ranked: tuple[RankedCause, ...]) -> float:
+    return -sum(r.probability * math.log(r.probability) for r in ranked if r.probability > 0)
+
+
+def expected_entropy(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    asked: AskedQuestion,
+    follow_ups: Iterable[AskedQuestion] = (),
+) -> float:
+    """Entropy about the cause left after the answer, averaged over the likely answers.
+
+    The evidence weights are log-likelihood ratios, so a cause that an answer would raise
+    by `w` makes that answer `e**w` times more likely than an answer that leaves it alone:
+    P(answer) = sum over causes of P(cause) * softmax over answers of the cause's score change.
+    Weighting by it makes the interview ask first about the causes that are likely, instead
+    of chasing an improbable one.
+
+    `follow_ups` are questions not open yet: an answer that opens one (multi-task "yes"
+    opens "are all the losses summed?") is worth what that follow-up would then leave, so
+    a question whose value lies in its follow-up is not passed over.
+    """
+    follow_ups = list(follow_ups)
+    outcomes = [o for o in asked.options if o.sets]
+    if not outcomes:
+        return math.inf
+    answered = [{**facts, **o.sets} for o in outcomes]
+    after = [rank_causes(kb, f) for f in answered]
+    weights = _per_cause_weights(kb, facts, answered)
+    p_outcome = [
+        sum(cause.probability * weights[cause.id][i] for cause in rank_causes(kb, facts))
+        for i in range(len(outcomes))
+    ]
+    left = []
+    for option, ranked in zip(outcomes, after):
+        entropy = _entropy(ranked)
+        opened = {**facts, **option.sets}
+        for follow_up in follow_ups:
+            if condition_holds(follow_up.question.ask_when, opened) and not _settled(
+                follow_up, opened
+            ):
+                entropy = min(entropy, expected_entropy(kb, opened, follow_up))
+        left.append(entropy)
+    return sum(p * h for p, h in zip(p_outcome, left))
+
+
+def _settled(asked: AskedQuestion, facts: Mapping[str, Any]) -> bool:
+    question = asked.question
+    return bool(question.fact) and question.for_each is None and question.fact in facts
+
+
+def next_question(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    answered: Iterable[str],
+    modules: Iterable[str] = (),
+    asked_count: int = 0,
+    lookahead: int = 2,
+) -> AskedQuestion | None:
+    """The question to ask now, or None when the interview is over. `lookahead`: how many
+    answers the search for a fix looks ahead (1 is cheaper, for the decision table's
+    second level)."""
+    answered = set(answered)
+    conf = settings(kb)
+    if asked_count >= conf["max_questions"]:
+        return None
+    candidates = [a for a in instantiate(kb, modules) if is_open(a, facts, answered)]
+    if not _advises(kb, facts):
+        # no fix is proven for every cause still in play: ask what leads to one soonest
+        toward = question_toward_a_fix(kb, facts, candidates, lookahead)
+        if toward is not None:
+            return toward
+    tailoring = [a for a in candidates if a.question.purpose == "tailor"]
+    diagnostic = [a for a in candidates if a.question.purpose == "diagnose"]
+    # keep the last slots for tailoring (framework, backward layout) while they are open
+    diagnose_budget = conf["max_questions"] - len(tailoring)
+    ranked = rank_causes(kb, facts)
+    if diagnostic and asked_count < diagnose_budget and not leads_clearly(kb, ranked):
+        current = _entropy(ranked)
+        closed = [
+            a
+            for a in instantiate(kb, modules)
+            if a.question.purpose == "diagnose"
+            and a.key not in answered
+            and not condition_holds(a.question.ask_when, facts)
+        ]
+        scored = [(expected_entropy(kb, facts, a, closed), i, a) for i, a in enumerate(diagnostic)]
+        best_entropy, _, best = min(scored, key=lambda item: (item[0], item[1]))
+        if best_entropy < current - 1e-6:
+            return best
+    return tailoring[0] if tailoring else None
+
+
+# ---------------------------------------------------------------------------- toward a fix
+
+# What an answer that leaves no fix is assumed to cost beyond the lookahead: at least one more
+# question, and often more (a question that only narrows the causes).
+_BEYOND_LOOKAHEAD = 2.0
+
+
+def question_toward_a_fix(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    candidates: list[AskedQuestion],
+    lookahead: int = 2,
+) -> AskedQuestion | None:
+    """The open question after which a truthful user is expected to need the fewest further
+    answers before the report can advise a fix (proven for every cause still in play).
+
+    Two answers are looked ahead: each answer of a question is weighed by how likely it is
+    (`_answer_likelihoods`); an answer that leaves no fix costs one more question, the best
+    next one, whose own answers without a fix cost `_BEYOND_LOOKAHEAD` (so does "I don't
+    know"). Questions are tried in order of their one-answer reach, and the search stops as
+    soon as no further question can beat the best so far (each answer without a fix costs at
+    least two), so the second level is computed for a few questions only. None when no
+    answer of any question (within two) leads to a fix: the interview then narrows the
+    causes instead (expected entropy).
+    """
+    scored = []
+    for asked in candidates:
+        found = _branches(kb, facts, asked) if asked.question.kind == "select" else None
+        if found is not None:
+            reach = sum(p for p, _, advised in found if advised)
+            scored.append((reach, asked, found))
+    scored.sort(key=lambda item: -item[0])
+    if lookahead < 2:
+        return scored[0][1] if scored and scored[0][0] > 0 else None
+    worst = 1.0 + 1.0 + _BEYOND_LOOKAHEAD  # every answer without a fix, at its worst
+    best_cost, best = worst, None
+    for reach, asked, branches in scored:
+        if 1.0 + 2.0 * (1.0 - reach) >= best_cost - 1e-9:
+            break
+        cost = 1.0
+        for p, answered_facts, advised in branches:
+            if advised:
+                continue
+            if answered_facts is None:  # "I don't know": the question was wasted
+                cost += p * (1.0 + _BEYOND_LOOKAHEAD)
+            else:
+                cost += p * (1.0 + _best_next_cost(kb, answered_facts, candidates, asked))
+            if cost >= best_cost - 1e-9:
+                break
+        if cost < best_cost - 1e-9:
+            best_cost, best = cost, asked
+    return best
+
+
+def _branches(
+    kb: KnowledgeBase, facts: Mapping[str, Any], asked: AskedQuestion
+) -> list[tuple[float, dict[str, Any] | None, bool]] | None:
+    """[(P(answer), facts after it, whether it leads to advice)] over the answers a user can
+    give, "I don't know" last (facts None: it changes nothing); None for a question without
+    an answer that sets something."""
+    options = [o for o in asked.options if o.sets and not contradicts(o, facts)]
+    if not options:
+        return None
+    answered = [{**facts, **o.sets} for o in options]
+    probabilities = _answer_likelihoods(kb, facts, options, answered)
+    branches: list[tuple[float, dict[str, Any] | None, bool]] = [
+        (p, f, p > 0 and _advises(kb, f)) for p, f in zip(probabilities, answered)
+    ]
+    unsure = 1.0 - sum(probabilities)
+    if unsure > 1e-9:
+        branches.append((unsure, None, False))
+    return branches
+
+
+def _answer_likelihoods(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    options: list[Option],
+    answered: list[dict[str, Any]],
+) -> list[float]:
+    """P(answer) = sum over causes of P(cause) * P(answer | cause); the rest is "I don't know".
+
+    A cause with `cases` answers as its typical users would (causes.yaml: case_baseline and
+    the cases' truths): the first option whose facts are all true for them, "I don't know"
+    where none is. A cause without cases answers by the evidence weights (`_per_cause_weights`).
+    """
+    by_weight = None
+    total = [0.0] * len(options)
+    for ranked in rank_causes(kb, facts):
+        typical = ranked.cause.typical
+        if typical:
+            for truths in typical:
+                i = _honest_option(options, truths)
+                if i is not None:
+                    total[i] += ranked.probability / len(typical)
+            continue
+        if by_weight is None:
+            by_weight = _per_cause_weights(kb, facts, answered)
+        for i, p in enumerate(by_weight[ranked.id]):
+            total[i] += ranked.probability * p
+    return total
+
+
+def _honest_option(options: list[Option], truths: Mapping[str, Any]) -> int | None:
+    for i, option in enumerate(options):
+        if all(k in truths and truths[k] == v for k, v in option.sets.items()):
+            return i
+    return None
+
+
+def _per_cause_weights(
+    kb: KnowledgeBase, facts: Mapping[str, Any], answered: list[dict[str, Any]]
+) -> dict[str, list[float]]:
+    """For each cause, a softmax over the answers of the change each makes to its score."""
+    before = {r.id: r.score for r in rank_causes(kb, facts)}
+    after = [{r.id: r.score for r in rank_causes(kb, f)} for f in answered]
+    out = {}
+    for cause_id, score in before.items():
+        deltas = [scores[cause_id] - score for scores in after]
+        top = max(deltas)
+        weights = [math.exp(d - top) for d in deltas]
+        total = sum(weights)
+        out[cause_id] = [w / total for w in weights]
+    return out
+
+
+def _best_next_cost(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    candidates: list[AskedQuestion],
+    just_asked: AskedQuestion,
+) -> float:
+    """After one answer without a fix: the expected further cost of the best next question,
+    looking one answer ahead (an answer without a fix then costs `_BEYOND_LOOKAHEAD`)."""
+    best = _BEYOND_LOOKAHEAD
+    for asked in _still_open(kb, facts, candidates, just_asked):
+        branches = _branches(kb, facts, asked)
+        if branches is None:
+            continue
+        missed = sum(p for p, _, advised in branches if not advised)
+        best = min(best, 1.0 + missed * _BEYOND_LOOKAHEAD)
+        if best <= 1.0 + 1e-9:
+            break
+    return best
+
+
+def _still_open(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    candidates: list[AskedQuestion],
+    just_asked: AskedQuestion,
+) -> list[AskedQuestion]:
+    """The questions open after an answer: the other candidates still open, and those the
+    answer opened (a follow-up such as "are all the losses summed?")."""
+    keys = {a.key for a in candidates}
+    opened = [a for a in _general_questions(kb) if a.key not in keys and is_open(a, facts, ())]
+    return [
+        a
+        for a in candidates + opened
+        if a.key != just_asked.key and a.question.kind == "select" and is_open(a, facts, ())
+    ]
+
+
+def _general_questions(kb: KnowledgeBase) -> tuple[AskedQuestion, ...]:
+    """Every question that is not asked per module, once per set of rules."""
+    return per_object(_GENERAL, kb.questions, lambda: tuple(instantiate(kb, ())), 64)
+
+
+_GENERAL: dict = {}
+
+
+def _advises(kb: KnowledgeBase, facts: Mapping[str, Any]) -> bool:
+    """Whether these facts lead to advice (some fix proven for every plausible cause)."""
+    key = _facts_key(facts)
+    if key is None:
+        return bool(_advice(kb, facts))
+    return per_object(_ADVISES, kb.causes, _any_advice, _RANKINGS_KEPT, kb, facts, key=key)
+
+
+_ADVISES: dict = {}
+
+
+def _any_advice(kb: KnowledgeBase, facts: Mapping[str, Any]) -> bool:
+    """`plan_fixes` cut short: stop at the first fix that is advice."""
+    ranked = rank_causes(kb, facts)
+    plausible = safety.plausible_causes(ranked, facts, settings(kb))
+    seen: set[str] = set()
+    for ranked_cause in plausible:
+        for fix_id in ranked_cause.cause.fixes:
+            if fix_id in seen:
+                continue
+            seen.add(fix_id)
+            fix = kb.fixes[fix_id]
+            if fix.kind == "diagnostic" or _not_for_these_facts(fix, facts):
+                continue
+            if safety.proven(fix, plausible, facts):
+                return True
+    return False
+
+
+# ---------------------------------------------------------------------------- decision table
+
+
+def decision_table(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    answered: Iterable[str],
+    modules: Iterable[str],
+    advised: set[str],
+    depth: int = 2,
+) -> tuple[tuple[ConditionalFix, ...], AskedQuestion | None]:
+    """The fixes that become advice for some answer of the question that splits the
+    plausible causes, and that question; ((), None) when no answer changes the advice.
+
+    Each answer is diagnosed as if it had been given; where one answer is not enough, the
+    question that would follow it is tried too (`depth` answers at most).
+    """
+    modules = tuple(modules)
+    candidates = _splitting_candidates(kb, facts, answered, modules, min(depth, 2))
+    # one level down only the question that would come next is tried: the table stays short
+    # and the search cheap
+    for asked in candidates if depth > 1 else candidates[:1]:
+        rows = _rows(kb, facts, asked, answered, modules, advised, depth)
+        if rows:
+            return rows, asked
+    return (), None
+
+
+def _splitting_candidates(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    answered: Iterable[str],
+    modules: tuple[str, ...],
+    lookahead: int = 2,
+) -> list[AskedQuestion]:
+    """Open questions that could split the causes: the interview's next question first (the
+    one toward a fix, whatever its purpose), then the diagnostic ones, then the tailoring
+    ones, each in rules order."""
+    answered = set(answered)
+    first = next_question(kb, facts, answered, modules, 0, lookahead)
+    open_ = [
+        a
+        for a in instantiate(kb, modules)
+        if a.question.kind == "select" and is_open(a, facts, answered)
+    ]
+    ordered = sorted(
+        open_,
+        key=lambda a: (
+            first is None or a.key != first.key,
+            a.question.purpose != "diagnose",
+        ),
+    )
+    return ordered
+
+
+def _rows(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    asked: AskedQuestion,
+    answered: Iterable[str],
+    modules: tuple[str, ...],
+    advised: set[str],
+    depth: int,
+) -> tuple[ConditionalFix, ...]:
+    conf = settings(kb)
+    rows: list[ConditionalFix] = []
+    for option in asked.options:
+        if not option.sets or contradicts(option, facts):
+            continue
+        hypothetical = {**facts, **option.sets}
+        fixes = _advice(kb, hypothetical) if _advises(kb, hypothetical) else ()
+        new = [f for f in fixes if f.id not in advised][: conf["conditional_per_answer"]]
+        step = Answer(asked, option)
+        if new:
+            rows += [ConditionalFix(f, (step,)) for f in new]
+        elif depth > 1:
+            deeper = [*answered, asked.key]
+            nested, _ = decision_table(kb, hypothetical, deeper, modules, advised, depth - 1)
+            rows += [ConditionalFix(r.fix, (step, *r.answers)) for r in nested]
+    return tuple(rows[: conf["conditional_rows"]])
+
+
+def _advice(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedFix, ...]:
+    """The advice for these facts; remembered, since the table revisits the same answers."""
+    key = (id(kb), tuple(sorted((k, repr(v)) for k, v in facts.items())))
+    if key not in _ADVICE_CACHE:
+        if len(_ADVICE_CACHE) > 4096:
+            _ADVICE_CACHE.clear()
+        _ADVICE_CACHE[key] = plan_fixes(kb, rank_causes(kb, facts), facts)[0]
+    return _ADVICE_CACHE[key]
+
+
+_ADVICE_CACHE: dict[tuple, tuple[RankedFix, ...]] = {}
+
+
+def cause_rows(
+    kb: KnowledgeBase,
+    plausible: tuple[RankedCause, ...],
+    facts: Mapping[str, Any],
+    rows: tuple[ConditionalFix, ...],
+) -> tuple[ConditionalFix, ...]:
+    """A row for each plausible cause the question's rows leave out: "if the cause is X,
+    then <the first fix X lists that is proven for X alone>". Proven for the one cause its
+    condition leaves, as advice is for all of them; a cause with no such fix gets no row."""
+    covered = {cause for row in rows for cause in row.fix.for_causes}
+    extra = []
+    for ranked in plausible:
+        if ranked.id in covered:
+            continue
+        for fix_id in ranked.cause.fixes:
+            fix = kb.fixes[fix_id]
+            if fix.kind == "diagnostic" or _not_for_these_facts(fix, facts):
+                continue
+            if safety.proven(fix, (ranked,), facts):
+                entry = RankedFix(fix, ranked.probability, (ranked.id,))
+                extra.append(ConditionalFix(entry, (), ranked.id))
+                break
+    return tuple(extra)
+
+
+def _not_for_these_facts(fix: Fix, facts: Mapping[str, Any]) -> bool:
+    """Applied already, pointless, or to be avoided here."""
+    return any(
+        condition is not None and condition_holds(condition, facts)
+        for condition in (fix.pointless_when, fix.avoid_when, fix.already_on)
+    )
+
+
+# ---------------------------------------------------------------------------- free text
+
+
+def facts_from_text(kb: KnowledgeBase, description: str) -> dict[str, Any]:
+    """Facts implied by a free-text description ("我在一个循环里调用了两次 backward").
+
+    The reading itself (lexicon, proximity, negation, confidence) is wizard/reading/understand.py.
+    """
+    from ..reading.understand import facts_from_text as read
+
+    return read(kb, description)
+
+
+# ---------------------------------------------------------------------------- diagnosis
+
+
+def resolve_answers(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    answers: Mapping[str, str],
+    modules: Iterable[str] = (),
+) -> tuple[dict[str, Any], list[str]]:
+    """Apply --answers in the rules' order; returns the facts and the unknown keys/values."""
+    facts = dict(facts)
+    problems: list[str] = []
+    modules = tuple(modules)
+    questions = instantiate(kb, modules)
+    if not modules:  # no names pasted: a per-module answer speaks of "the module" in general
+        questions += [AskedQuestion(q, q.id, {"module": ""}) for q in kb.questions if q.for_each]
+    known_keys = {a.key for a in questions} | {a.question.id for a in questions}
+    problems += [key for key in answers if key not in known_keys]
+    for asked in questions:
+        value = answers.get(asked.key, answers.get(asked.question.id))
+        if value is None:
+            continue
+        updated = apply_answer(facts, asked, str(value))
+        if updated is None:
+            problems.append(f"{asked.key}={value}")
+        else:
+            facts = updated
+    return facts, problems
+
+
+def diagnose(
+    kb: KnowledgeBase,
+    triage: TriageResult | None = None,
+    facts: Mapping[str, Any] | None = None,
+    answers: Mapping[str, str] | None = None,
+) -> Diagnosis:
+    """The report: ranked causes and fixes for what the text and the answers tell."""
+    all_facts = dict(triage.facts) if triage else {}
+    all_facts.update(facts or {})
+    ranked = rank_causes(kb, all_facts)
+    fixes, diagnostics, avoided = plan_fixes(kb, ranked, all_facts)
+    modules = triage.unused_modules if triage else ()
+    answered = tuple((answers or {}).keys())
+    advised = {f.id for f in fixes}
+    rows, splitting = decision_table(kb, all_facts, answered, modules, advised)
+    if not rows and not fixes:
+        # a question answered "I don't know" can still decide: its rows say what to check
+        settled = tuple(key for key, value in (answers or {}).items() if value != UNSURE)
+        rows, splitting = decision_table(kb, all_facts, settled, modules, advised)
+    plausible = safety.plausible_causes(ranked, all_facts, settings(kb))
+    if not fixes:
+        rows += cause_rows(kb, plausible, all_facts, rows)
+    return Diagnosis(
+        findings=triage.findings if triage else (),
+        facts=all_facts,
+        causes=ranked,
+        fixes=fixes,
+        diagnostics=diagnostics,
+        avoided=avoided,
+        unused_modules=triage.unused_modules if triage else (),
+        answers=dict(answers or {}),
+        framework=str(all_facts.get(FRAMEWORK_FACT, DEFAULT_FRAMEWORK)),
+        confident=leads_clearly(kb, ranked),
+        plausible=tuple(c.id for c in plausible),
+        conditional=rows,
+        splitting_question=splitting,
+    )

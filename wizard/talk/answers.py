@@ -1,0 +1,130 @@
+"""The `--answers` file: load it, apply it, write it, and the command that reproduces a run.
+
+An answers file is a flat YAML (or JSON) mapping `question id: answer`, e.g.
+
+    backward_calls: many
+    module_use__aux_head: never
+
+Loading is defensive: the file may be a FIFO, huge, deeply nested or an alias bomb. The
+YAML event stream is checked before anything is built, so none of these can hang, exhaust
+memory or recurse: only a single mapping of scalars is accepted.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from ..common.errors import ExitCode, UserError
+from ..output.reproduce import reproduce_command  # noqa: F401  (the session imports it from here)
+from ..reading.inputs import open_input
+
+MAX_ANSWERS_BYTES = 1 << 20  # a real answers file has a few dozen lines
+
+
+def load_answers(path: str) -> dict[str, str]:
+    """`question id -> answer` from the file at `path`, or a UserError."""
+    import yaml
+
+    text = _read_text(path)
+    try:
+        _check_shape(yaml.parse(text, Loader=yaml.SafeLoader), path)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise UserError(ExitCode.INPUT, "err_answers_format", path=path) from None
+    except ValueError:  # an integer of over 4300 digits: Python refuses to convert it
+        raise UserError(ExitCode.INPUT, "err_answers_long_number", path=path) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise UserError(ExitCode.INPUT, "err_answers_format", path=path)
+    return {str(key): answer_value(value) for key, value in data.items()}
+
+
+def _read_text(path: str) -> str:
+    stream = open_input(path)
+    try:
+        raw = stream.read(MAX_ANSWERS_BYTES + 1)
+    except OSError as exc:
+        raise UserError(ExitCode.INPUT, "err_unreadable", path=path, reason=exc.strerror) from None
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    if len(raw) > MAX_ANSWERS_BYTES:
+        raise UserError(ExitCode.INPUT, "err_answers_too_large", path=path, limit=MAX_ANSWERS_BYTES)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UserError(ExitCode.INPUT, "err_unreadable", path=path, reason=str(exc)) from None
+
+
+def _check_shape(events, path: str) -> None:
+    """Refuse anything but one mapping of scalars, from the parser's events (no recursion)."""
+    import yaml
+
+    depth = 0
+    for event in events:
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise UserError(ExitCode.INPUT, "err_answers_format", path=path)
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > 1 or isinstance(event, yaml.SequenceStartEvent):
+                raise UserError(ExitCode.INPUT, "err_answers_format", path=path)
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+
+def answer_value(value: Any) -> str:
+    if isinstance(value, bool):  # YAML reads a bare yes/no as a boolean
+        return "yes" if value else "no"
+    return str(value)
+
+
+def apply_answers(kb, facts: Mapping[str, Any], answers: Mapping[str, str], modules=()):
+    """The facts after the answers; a UserError (usage) names unknown ids or values."""
+    from ..reasoning.engine import resolve_answers
+
+    facts, problems = resolve_answers(kb, facts, answers, modules)
+    if problems:
+        raise UserError(ExitCode.USAGE, "err_answers_unknown", items=", ".join(problems))
+    return facts
+
+
+def modules_in_answers(kb, answers: Mapping[str, str]) -> tuple[str, ...]:
+    """The module names per-module answers speak of (`revealed_module:aux_head`).
+
+    Without a paste nothing names the modules, yet the answers file of a session does; the
+    names are taken from it, so the command printed after a session works as printed (issue
+    22, item 17). A key whose question is not per-module names no module.
+    """
+    per_module = {q.id for q in kb.questions if q.for_each is not None}
+    names: list[str] = []
+    for key in answers:
+        question, colon, module = str(key).partition(":")
+        if colon and question in per_module and module and module not in names:
+            names.append(module)
+    return tuple(names)
+
+
+def answers_for_file(kb, text_facts: Mapping[str, Any], given: Mapping[str, str]) -> dict:
+    """The answers that reproduce a session with `--answers`.
+
+    Facts the description set are written as the answers that set them, so the file
+    reproduces the diagnosis without the sentence; answers given in the interview win.
+    """
+    from .interview import explain_facts
+
+    answers: dict[str, str] = {}
+    for question, option in explain_facts(kb, text_facts):
+        if question.for_each is None:
+            answers[question.id] = option.value
+    answers.update(given)
+    return answers
+
+
+def dump_answers(answers: Mapping[str, str]) -> str:
+    """The text of an answers file."""
+    import yaml
+
+    return yaml.safe_dump(dict(answers), allow_unicode=True, sort_keys=False)

@@ -1,0 +1,137 @@
+"""How `ddp-doctor ask` reads a post: both readers, the questions it asks, "did you mean".
+
+The lexicon (understand.py) and the nearest examples (retrieve.py) are combined by
+`retrieve.decide`; a post is split into prose and quoted logs by post.py. This module puts
+them together for the command and renders the choices offered when the reading is not
+clear. Imported only on the `ask` path and by the session's follow-ups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..reading.post import Post, split_post
+
+# a post, not a book: only its first sentences are looked at for questions (each is read by
+# the lexicon; 20,000 one-line questions took 49 s), and at most this many are answered
+MAX_SENTENCES = 40
+MAX_ANSWERS = 5
+
+
+def read_question(kb, text: str):
+    """`retrieve.Reread` of `text`: `.understood` (what to act on) and `.candidates`."""
+    from ..reading.retrieve import reread
+    from ..reading.understand import understand
+
+    return reread(kb, understand(kb, text))
+
+
+def read_post(kb, text: str) -> tuple[Post, list[str]]:
+    """The post's parts and the sentences that ask (the lexicon's question cues), in order."""
+    from ..reading.understand import understand
+
+    post = split_post(text)
+    if len(post.sentences) < 2:  # one sentence: read whole, as before (no second reading)
+        return post, []
+    asking = [s for s in post.sentences[:MAX_SENTENCES] if understand(kb, s).is_question]
+    return post, asking
+
+
+def several_answers(kb, post: Post, asking: list[str], lang: str, facts=None) -> list[tuple]:
+    """(question, Answer, Reread) for each asking sentence that gets an answer, when two or
+    more do; else []: one question is read with the whole prose around it, as before.
+
+    A question that names no fix ("does it slow training down?") is read together with the
+    sentences before it, which usually name the option."""
+    from .ask import build_answer
+
+    if len(asking) < 2:
+        return []
+    out = []
+    for question in asking:
+        if len(out) == MAX_ANSWERS:
+            break
+        got = read_question(kb, question)
+        if got.understood.intent is None:
+            before = post.sentences[: post.sentences.index(question) + 1]
+            got = read_question(kb, " ".join(before))
+        answer = build_answer(kb, got.understood, lang, facts)
+        if answer is not None and all(
+            (a.fixes, a.aspect) != (answer.fixes, answer.aspect) for _, a, _ in out
+        ):
+            out.append((question, answer, got))
+    return out if len(out) >= 2 else []
+
+
+# ---------------------------------------------------------------------------- did you mean
+
+
+def choice_label(kb, choice, lang: str) -> str:
+    """ "Pass `find_unused_parameters=True` ...: what it costs (speed, memory)"."""
+    from ..common.i18n import tr
+
+    fix = kb.fixes[choice.fix].title.get(lang)
+    aspect = tr(kb, f"aspect_{choice.aspect or 'none'}", lang)
+    return tr(kb, "choice_label", lang, fix=fix, aspect=aspect)
+
+
+def choices_markdown(kb, candidates, lang: str, answered: bool = True) -> str:
+    """The readings offered, numbered, and that the first is answered below (`answered`)."""
+    from ..common.i18n import tr
+
+    if not candidates:
+        return ""
+    lines = [tr(kb, "choices_heading", lang), ""]
+    lines += [f"{n}. {choice_label(kb, c, lang)}" for n, c in enumerate(candidates, 1)]
+    if answered:
+        lines += ["", tr(kb, "choices_answering", lang, number=1)]
+    return "\n".join(lines) + "\n\n"
+
+
+def candidates_json(kb, candidates, lang: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "fix": c.fix,
+            "aspect": c.aspect,
+            "score": c.score,
+            "label": choice_label(kb, c, lang),
+        }
+        for c in candidates
+    ]
+
+
+def choose(understood, choice):
+    """The understanding with its question set to `choice` (a reading the user picked)."""
+    from dataclasses import replace
+
+    from ..reading.understand import Intent
+
+    keep = understood.intent if understood.intent is not None else None
+    same = keep is not None and keep.fixes == (choice.fix,)
+    intent = Intent(
+        topics=keep.topics if same else (choice.fix,),
+        fixes=(choice.fix,),
+        aspect=choice.aspect,
+        on_facts=keep.on_facts if same else {},
+    )
+    return replace(understood, intent=intent)
+
+
+def post_json(answers, lang: str, kb, render) -> dict[str, Any]:
+    """Several questions in one post: one answer document each, under `answers`."""
+    from ..output.render import SCHEMA_VERSION
+
+    documents = []
+    for question, answer, got in answers:
+        data: Mapping[str, Any] = render(answer, lang, got.understood)
+        documents.append(
+            {**data, "question": question, "candidates": candidates_json(kb, got.candidates, lang)}
+        )
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "answers",
+        "status": "answered",
+        "lang": lang,
+        "answers": documents,
+    }
