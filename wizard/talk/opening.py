@@ -1,0 +1,96 @@
+"""The session's opening: the paste (or the `--paste` file) read and what it showed said
+back, or the problem described in a sentence when there is no error to read."""
+
+from __future__ import annotations
+
+from .interview import Interview, explain_facts
+
+
+class Opening:
+    """Reads the error the session starts from and says what was found in it."""
+
+    def __init__(self, prompts):
+        self.prompts = prompts
+        self.kb, self.lang, self.console = prompts.kb, prompts.lang, prompts.console
+        self.t = prompts.t
+
+    def start(self, paste_path: str | None) -> Interview:
+        from ..reading.triage import triage_text
+
+        if paste_path:
+            from ..reading.inputs import DEFAULT_MAX_BYTES, read_sources
+
+            result = read_sources(self.kb, [paste_path], self.lang, DEFAULT_MAX_BYTES)
+            paste = None
+        else:
+            paste = self.prompts.read_paste()
+            result = triage_text(self.kb, paste) if paste else None
+        state = Interview.start(self.kb, result, paste, paste_path)
+        if state.found_error:
+            self.show_findings(result)
+        elif result is not None:
+            self.not_covered()
+        return state
+
+    def not_covered(self) -> None:
+        """Say plainly that the paste is no error this tool knows, and what it does know."""
+        from ..output.render import _Out
+
+        out = _Out(self.kb, self.lang, self.console)
+        out.para(self.t("session_paste_unknown"), style="yellow")
+        titles = [f.title.get(self.lang) for f in self.kb.families]
+        out.para(self.t("session_covered", families=self.t("list_separator").join(titles)))
+
+    def describe(self, state: Interview) -> None:
+        text = self.prompts.ask_text(self.t("session_describe_prompt"))
+        if not text.strip():
+            return
+        found = state.describe(text)
+        if not found:
+            self.console.print(self.t("session_describe_nothing"), style="dim")
+            return
+        self.console.print(self.t("session_describe_understood"), style="green")
+        for question, option in explain_facts(self.kb, found):
+            line = f"  ✓ {question.text.get(self.lang)} → {option.label.get(self.lang)}"
+            self.console.print(line.replace("{module}", "…"), style="dim", markup=False)
+
+    def show_findings(self, result) -> None:
+        from ..output.render import grouped_findings
+        from ..reasoning.engine import settings
+
+        shown = settings(self.kb)["shown_findings"]
+        for finding in grouped_findings(result.findings)[:shown]:
+            self.show_finding(finding)
+
+    def show_finding(self, finding) -> None:
+        from rich.text import Text
+
+        from ..output.render import other_rank_error_row
+
+        family = self.kb.family(finding.family)
+        title = family.title.get(self.lang) if family else finding.family
+        line = Text("✓ ", style="green")
+        line.append(self.t("session_found", family=title), style="bold")
+        if finding.ranks:
+            line.append("  " + self.t("session_found_ranks", ranks=_join(finding.ranks)))
+        self.console.print(line)
+        names = finding.unused_parameter_names
+        if names:
+            shown = ", ".join(names[:6]) + (f" (+{len(names) - 6})" if len(names) > 6 else "")
+            self.say("  " + self.t("session_found_names", names=shown), "dim")
+        elif finding.unused_parameter_indices:
+            indices = _join(finding.unused_parameter_indices[:12])
+            self.say("  " + self.t("session_found_indices", indices=indices), "dim")
+        if finding.unused_modules:
+            modules = ", ".join(finding.unused_modules)
+            self.say("  " + self.t("session_found_modules", modules=modules), "cyan")
+        if finding.other_rank_error:  # a rank that exited first may be the cause
+            label, value = other_rank_error_row(self.kb, finding, self.lang)
+            self.say("  " + self.t("label_value", label=label, value=value), "yellow")
+
+    def say(self, text: str, style: str) -> None:
+        self.console.print(text, style=style, markup=False)
+
+
+def _join(values) -> str:
+    return ", ".join(str(v) for v in values)
