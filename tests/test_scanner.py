@@ -115,7 +115,7 @@ def test_scan_stream_counts_in_a_second_thread_for_a_big_file(tmp_path, monkeypa
     plain = Scanner(KB, "big.log", accelerate=False)
     for piece in pieces:
         plain.feed(piece)
-    assert threaded.newlines == plain.newlines == data.count(b"\n")
+    assert threaded.windows.newlines == plain.windows.newlines == data.count(b"\n")
     assert threaded.finish() == plain.finish()
     assert threaded.finish()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 from ddp_doctor.knowledge.kb import load
-from ddp_doctor.reading import scanner as scanner_module
+from ddp_doctor.reading import windows as windows_module
 from ddp_doctor.reading.triage import Scanner, summarise
 
 KB = load()
@@ -75,7 +75,7 @@ def test_error_just_before_a_window_cut_after_megabytes_of_noise_is_found():
     unit = (b"[rank0]:" + b"=" * 1000 + b"\n") * 4 + NOISE
     message = error_message(names)
     anchor = message.index(b"RuntimeError")
-    for cut in (scanner_module.MAX_REGION, 8 << 20):
+    for cut in (windows_module.MAX_REGION, 8 << 20):
         units, rest = divmod(cut - 50 - anchor, len(unit))
         data = unit * units + b"y" * (rest - 1) + b"\n" + message + unit * 40
         check(data, 4 << 20, names, units + 40)
@@ -102,10 +102,9 @@ def test_repeat_counts_are_exact():
 @pytest.fixture
 def small_windows(monkeypatch):
     """The scanner's boundaries in kilobytes: the same code, every offset reachable."""
-    monkeypatch.setattr(scanner_module, "CONTEXT_BEFORE", 2048)
-    monkeypatch.setattr(scanner_module, "MAX_REGION", 6000)
-    monkeypatch.setattr(scanner_module, "MAX_AFTER", 64 << 10, raising=False)
-    monkeypatch.setattr(scanner_module, "CONTEXT_AFTER", 700, raising=False)
+    monkeypatch.setattr(windows_module, "CONTEXT_BEFORE", 2048)
+    monkeypatch.setattr(windows_module, "MAX_REGION", 6000)
+    monkeypatch.setattr(windows_module, "MAX_AFTER", 64 << 10)
 
 
 BLOCK = 1500  # bytes fed at a time in the property tests
