@@ -11,7 +11,7 @@ import json
 
 import pytest
 from ddp_doctor.knowledge import kb as kb_module
-from ddp_doctor.reading.analyser import is_parameter_name
+from ddp_doctor.reading.namelists import is_parameter_name
 from ddp_doctor.reading.triage import triage_text
 from ddp_doctor.reasoning import engine
 from helpers import FIXTURES, cli

@@ -84,10 +84,10 @@ def rules_regexes() -> dict[str, tuple[str, int]]:
 
 
 def code_regexes() -> dict[str, tuple[str, int]]:
-    from ddp_doctor.reading import analyser, normalise, scanner, triage
+    from ddp_doctor.reading import analyser, message, namelists, normalise, scanner, triage
 
     found = {}
-    for module in (normalise, triage, analyser, scanner):
+    for module in (normalise, triage, analyser, message, namelists, scanner):
         for name, value in vars(module).items():
             if hasattr(value, "pattern") and hasattr(value, "finditer"):
                 found[f"{module.__name__}.{name}"] = (value.pattern, value.flags)

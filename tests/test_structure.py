@@ -14,6 +14,7 @@ from helpers import ROOT
 WIZARD = ROOT / "wizard"
 RULES = ROOT / "rules"
 MAX_FUNCTION_LINES = 60
+MAX_CLASS_LINES = 150  # a class a reader holds at once (issue 23)
 LONG_REASON = "Long because"  # a function over the limit says why in its docstring
 TERMINAL_MODULES = {"rich", "questionary", "prompt_toolkit"}
 
@@ -178,6 +179,19 @@ def _long_functions() -> list[str]:
 
 def test_no_function_is_long_without_a_reason():
     assert not _long_functions()
+
+
+def test_no_class_is_over_the_limit():
+    """A class does one job with the state that job needs: past the limit, split it by
+    responsibility (as session.py, scanner.py and analyser.py were), never by line count."""
+    long = [
+        f"wizard/{name.replace('.', '/')}.py:{node.lineno} {node.name} "
+        f"({node.end_lineno - node.lineno + 1} lines)"
+        for name, tree in TREES.items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES
+    ]
+    assert not long
 
 
 # ---------------------------------------------------------------------------- README

@@ -15,7 +15,7 @@ family's whole pattern, which the rest of its wording does not.
 from __future__ import annotations
 
 from ..knowledge.kb import KnowledgeBase
-from .analyser import Finding
+from .findings import Finding
 
 # str.lower() may change a text's length (U+0130), this folds ASCII letters only, as bytes.lower()
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")

@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 
 from ..knowledge.kb import KnowledgeBase
-from .analyser import Analyser, Finding
+from .analyser import Analyser
+from .findings import Finding
 from .windows import Window, Windows
 
 # typing is only read by type checkers: importing it costs start-up time

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from ..common.record import record
 from ..knowledge.kb import KnowledgeBase
-from .analyser import Finding, UserFrame, facts_from_findings, group_modules, module_of
+from .findings import Finding, UserFrame, facts_from_findings, group_modules, module_of
 from .scanner import MAX_FINDINGS, Scanner, scan_stream
 
 # typing is only read by type checkers: importing it costs start-up time

@@ -8,7 +8,7 @@ gives back each window once its last message is whole, for the analyser to read.
 
 from __future__ import annotations
 
-from .analyser import MESSAGE_LINES
+from .message import MESSAGE_LINES
 
 # typing is only read by type checkers: importing it costs start-up time
 TYPE_CHECKING = False
