@@ -147,6 +147,54 @@ def test_help_imports_no_heavy_module():
     assert not imported & {"yaml", "rich", "questionary", "prompt_toolkit", "torch"}
 
 
+def _imported_by(*argv: str) -> set[str]:
+    """The modules a run of `ddp-doctor ARGV` imports, rules cache warm as for a user."""
+    cli("questions")
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "ddp_doctor", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+
+
+# what a report run never needs (issue 23: start-up near its floors): PyYAML only when the
+# rules cache is stale, the terminal libraries only for the terminal, gettext's `locale`
+# only for help, the schema checker and the sentence readers never
+WHAT_A_REPORT_LEAVES = {
+    "yaml",
+    "questionary",
+    "prompt_toolkit",
+    "torch",
+    "locale",
+    "hashlib",
+    "shutil",
+    "pygments",
+    "ddp_doctor.knowledge.rules_check",
+    "ddp_doctor.reading.understand",
+    "ddp_doctor.reading.retrieve",
+    "ddp_doctor.talk",
+}
+
+
+def test_triage_json_imports_only_what_it_needs():
+    imported = _imported_by(
+        "triage", "--json", str(ROOT / "examples" / "torchrun-unused-module.log")
+    )
+    assert "ddp_doctor.reasoning.engine" in imported  # the measurement works
+    # nor rich, nor the wrapping by display width the terminal report needs
+    assert not imported & (WHAT_A_REPORT_LEAVES | {"rich", "ddp_doctor.common.wrap"})
+
+
+def test_the_rich_report_imports_rich_but_nothing_else_heavy():
+    example = str(ROOT / "examples" / "torchrun-unused-module.log")
+    imported = _imported_by("triage", "--format", "rich", example)
+    assert "rich.console" in imported
+    assert not imported & WHAT_A_REPORT_LEAVES
+
+
 def _argparse_msgids() -> set[str]:
     tree = ast.parse(inspect.getsource(argparse))
     ids = set()

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from ..common.errors import ExitCode, UserError
 from ..common.version import __version__
 from ..reading.inputs import DEFAULT_MAX_BYTES, read_sources
-from .parser import Parser, Texts, lang_from_argv
+from .parser import Parser, Texts, argparse_english, lang_from_argv
 
 # typing is only read by type checkers: importing it costs start-up time
 TYPE_CHECKING = False
@@ -67,6 +67,11 @@ def build_parser(texts: Texts | None = None, only: str | None = None) -> argpars
     """The parser; with `only`, the one sub-command the command line starts with (building
     all of them costs more start-up time than a `triage --json` run needs for the rest)."""
     texts = texts or Texts("en")
+    with argparse_english():
+        return _build_parser(texts, only)
+
+
+def _build_parser(texts: Texts, only: str | None) -> argparse.ArgumentParser:
     parser = Parser(
         prog="ddp-doctor", description="cli_description", epilog="cli_epilog", texts=texts
     )
@@ -77,7 +82,9 @@ def build_parser(texts: Texts | None = None, only: str | None = None) -> argpars
     parser.add_argument("--answers", metavar="FILE", help="cli_help_answers")
     parser.add_argument("--paste", metavar="FILE", help="cli_help_paste")
     parser.add_argument("--save", metavar="FILE", help="cli_help_save")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # `prog` given: argparse would otherwise lay out a usage line (and import our wrapping) on
+    # every run only to find the program's name, as no positional comes before the command
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog=parser.prog)
 
     def command(name: str) -> argparse.ArgumentParser | None:
         if only is not None and name != only:

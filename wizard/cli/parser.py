@@ -100,6 +100,23 @@ def _argparse_speaks(texts: Texts) -> Iterator[None]:
         argparse._, argparse.ngettext = saved
 
 
+@contextlib.contextmanager
+def argparse_english() -> Iterator[None]:
+    """argparse's words as it writes them, while a parser is built.
+
+    Building a parser asks `argparse._` for a few words ("options", "show this help message
+    and exit"); the standard library's gettext then looks for catalogs (argparse has none)
+    and imports `locale`, on every run. Those words are put in our language when help is
+    printed (`HelpFormatter._translate`), as before: the English is all they need now."""
+    saved = argparse._, argparse.ngettext
+    argparse._ = str
+    argparse.ngettext = lambda singular, plural, count: singular if count == 1 else plural
+    try:
+        yield
+    finally:
+        argparse._, argparse.ngettext = saved
+
+
 class HelpFormatter(argparse.HelpFormatter):
     """Turns message keys into text at the moment help is printed."""
 
