@@ -220,7 +220,7 @@ def measure_batch(kb, path: Path) -> dict:
     and aspect by the lexicon alone and by both readers, the right reading among the choices,
     choices offered; descriptions with the settled cause in the top two (lexicon + engine), the
     same with no text read, and answered as a question by the examples."""
-    from ddp_doctor import retrieve
+    from ddp_doctor.reading import retrieve
 
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     calibration = retrieve.index_for(kb)[1]
