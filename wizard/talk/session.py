@@ -432,7 +432,7 @@ class _Session:
 
         choices = [
             questionary.Choice(_fill(o.label.get(self.lang), asked.fields), value=o.value)
-            for o in question.options
+            for o in asked.options
         ]
         if can_go_back:
             choices += [
