@@ -214,6 +214,78 @@ def report_both(lexicon, both) -> str:
     return "\n".join(lines) + "\n"
 
 
+def measure_batch(kb, path: Path) -> dict:
+    """A fresh batch measured alone (tests/fixtures/sentences/fresh_*.yaml): none of its items is
+    an example, so nothing is left out. Per language: questions answered from the right entry
+    and aspect by the lexicon alone and by both readers, the right reading among the choices,
+    choices offered; descriptions with the settled cause in the top two (lexicon + engine), the
+    same with no text read, and answered as a question by the examples."""
+    from ddp_doctor.reading import retrieve
+
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    calibration = retrieve.index_for(kb)[1]
+    out: dict = defaultdict(lambda: defaultdict(int))
+    for item in data.get("questions") or []:
+        understood, near = read_both(kb, item["text"], exclude=False)
+        alone = understood.intent is not None and item["fix"] in understood.intent.fixes
+        got = retrieve.decide(understood, near, calibration)
+        intent = got.understood.intent
+        entry = intent is not None and item["fix"] in intent.fixes
+        aspect = entry and intent.aspect == item["aspect"]
+        shown = [(c.fix, c.aspect) for c in got.candidates]
+        for key in ((item["lang"], item["split"]), (item["lang"], "all"), ("all", "all")):
+            row = out[("questions",) + key]
+            row["n"] += 1
+            row["lexicon_entry"] += alone
+            row["lexicon_aspect"] += alone and understood.intent.aspect == item["aspect"]
+            row["entry"] += entry
+            row["aspect"] += aspect
+            row["among"] += aspect or (item["fix"], item["aspect"]) in shown
+            row["offered"] += bool(got.candidates)
+    for item in data.get("sentences") or []:
+        family = item.get("family", "unfinished_reduction")
+        ranked = rank(kb, item["text"], family)
+        understood, near = read_both(kb, item["text"], exclude=False)
+        got = retrieve.decide(understood, near, calibration)
+        for key in ((item["lang"], item["split"]), (item["lang"], "all"), ("all", "all")):
+            row = out[("sentences",) + key]
+            row["n"] += 1
+            row["top2"] += item["cause"] in ranked[:2]
+            row["base2"] += item["cause"] in rank(kb, None, family)[:2]
+            row["hijacked"] += got.fix_from == "examples"
+    return out
+
+
+def report_batch(result) -> str:
+    lines = [
+        "| batch questions | n | right entry: lexicon → both | right aspect: lexicon → both "
+        "| right among the choices | choices offered |",
+        "|---|---|---|---|---|---|",
+    ]
+    keys = sorted(k[1:] for k in result if k[0] == "questions")
+    for key in keys:
+        row = result[("questions",) + key]
+        lines.append(
+            f"| {' '.join(key)} | {row['n']} | {_pct(row['lexicon_entry'], row['n'])} → "
+            f"{_pct(row['entry'], row['n'])} | {_pct(row['lexicon_aspect'], row['n'])} → "
+            f"{_pct(row['aspect'], row['n'])} | {_pct(row['among'], row['n'])} | "
+            f"{_pct(row['offered'], row['n'])} |"
+        )
+    lines += [
+        "",
+        "| batch descriptions | n | cause in the top two | with no text read "
+        "| answered as a question by the examples |",
+        "|---|---|---|---|---|",
+    ]
+    for key in sorted(k[1:] for k in result if k[0] == "sentences"):
+        row = result[("sentences",) + key]
+        lines.append(
+            f"| {' '.join(key)} | {row['n']} | {_pct(row['top2'], row['n'])} | "
+            f"{_pct(row['base2'], row['n'])} | {_pct(row['hijacked'], row['n'])} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def _pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:.0f}% ({part}/{whole})" if whole else "–"
 
@@ -274,6 +346,10 @@ def main() -> int:
     from ddp_doctor.knowledge.kb import load
 
     kb = load()
+    if "--batch" in sys.argv:  # a fresh batch alone: python bench/text_accuracy.py --batch FILE
+        path = Path(sys.argv[sys.argv.index("--batch") + 1])
+        sys.stdout.write(report_batch(measure_batch(kb, path)))
+        return 0
     sentences, questions = load_corpus()
     result = measure(kb, sentences, questions)
     if "--markdown" in sys.argv:  # bench/TEXT.md

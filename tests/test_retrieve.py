@@ -232,3 +232,19 @@ def test_the_session_offers_the_readings_and_one_key_picks_one(tmp_path, monkeyp
     after = screen.split("Not sure which you mean", 1)[1]
     assert second.title.en.replace("`", "") in after.replace("`", "")
     assert "Traceback" not in screen
+
+
+def test_no_fresh_batch_item_is_an_example_or_a_lexicon_entry():
+    """A fresh batch (tests/fixtures/sentences/fresh_*.yaml) is measured as text nobody has seen,
+    `dev` half included: none of its items may become an example or a lexicon phrase."""
+
+    def norm(text):
+        return " ".join(text.lower().split())
+
+    examples = {norm(t) for t in _example_texts()}
+    lexicon = norm((ROOT / "rules" / "lexicon.yaml").read_text(encoding="utf-8"))
+    for path in CORPUS.glob("fresh_*.yaml"):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for item in (data.get("questions") or []) + (data.get("sentences") or []):
+            assert norm(item["text"]) not in examples, item["text"]
+            assert norm(item["text"]) not in lexicon, item["text"]

@@ -35,6 +35,7 @@ DEFAULT_SETTINGS = {
     "lead_probability": 0.6,  # one cause "clearly leads" above this ...
     "lead_margin": 0.3,  # ... and this far ahead of the next
     "max_questions": 4,
+    "max_questions_toward_a_fix": 8,
     "shown_causes": 3,
     "shown_fixes": 4,
     "fix_cause_floor": 0.2,  # causes less likely than this (but the first) add no diagnostics
@@ -88,10 +89,15 @@ class AskedQuestion:
     question: Question
     key: str  # the id in --answers files: `id`, or `id:module` for per-module questions
     fields: Mapping[str, str] = field(default_factory=dict)  # placeholders in its texts
+    # values of options that deny what is known already (the paste, an earlier answer): not
+    # offered, so that no user is invited to describe someone else
+    denied: frozenset = frozenset()
 
     @property
     def options(self) -> tuple[Option, ...]:
-        return self.question.options
+        if not self.denied:
+            return self.question.options
+        return tuple(o for o in self.question.options if o.value not in self.denied)
 
 
 @record
@@ -427,16 +433,40 @@ def next_question(
     modules: Iterable[str] = (),
     asked_count: int = 0,
     lookahead: int = 2,
+    unsure_count: int = 0,
 ) -> AskedQuestion | None:
     """The question to ask now, or None when the interview is over. `lookahead`: how many
     answers the search for a fix looks ahead (1 is cheaper, for the decision table's
-    second level)."""
+    second level). `unsure_count`: answers of "I don't know" so far; each takes one
+    question from the extra budget toward a fix, so a user who cannot tell is not kept
+    long. Options that deny a known fact are not offered."""
+    asked = _next_question(kb, facts, answered, modules, asked_count, lookahead, unsure_count)
+    if asked is None:
+        return None
+    denied = frozenset(o.value for o in asked.question.options if o.sets and contradicts(o, facts))
+    return replace(asked, denied=denied) if denied else asked
+
+
+def _next_question(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    answered: Iterable[str],
+    modules: Iterable[str],
+    asked_count: int,
+    lookahead: int,
+    unsure_count: int,
+) -> AskedQuestion | None:
     answered = set(answered)
     conf = settings(kb)
-    if asked_count >= conf["max_questions"]:
+    advises = _advises(kb, facts)
+    # the usual budget once a fix is advice; while none is, a few more questions may lead to one
+    budget = conf["max_questions"]
+    if not advises:
+        budget = max(budget, conf["max_questions_toward_a_fix"] - unsure_count)
+    if asked_count >= budget:
         return None
     candidates = [a for a in instantiate(kb, modules) if is_open(a, facts, answered)]
-    if not _advises(kb, facts):
+    if not advises:
         # no fix is proven for every cause still in play: ask what leads to one soonest
         toward = question_toward_a_fix(kb, facts, candidates, lookahead)
         if toward is not None:
@@ -459,6 +489,8 @@ def next_question(
         best_entropy, _, best = min(scored, key=lambda item: (item[0], item[1]))
         if best_entropy < current - 1e-6:
             return best
+    if asked_count >= conf["max_questions"]:
+        return None  # the questions beyond the usual budget are for a fix, not for tailoring
     return tailoring[0] if tailoring else None
 
 
@@ -782,6 +814,24 @@ def cause_rows(
     return tuple(extra)
 
 
+def _narrows(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    asked: AskedQuestion,
+    plausible: tuple[RankedCause, ...],
+) -> bool:
+    """Some answer of the question changes which causes stay in play (a question that only
+    tailors the code, such as the framework, leaves a user without a fix where they were)."""
+    now = {r.id for r in plausible}
+    conf = settings(kb)
+    for option in asked.options:
+        if option.sets and not contradicts(option, facts):
+            after = {**facts, **option.sets}
+            if {r.id for r in safety.plausible_causes(rank_causes(kb, after), after, conf)} != now:
+                return True
+    return False
+
+
 def _not_for_these_facts(fix: Fix, facts: Mapping[str, Any]) -> bool:
     """Applied already, pointless, or to be avoided here."""
     return any(
@@ -855,6 +905,12 @@ def diagnose(
     plausible = safety.plausible_causes(ranked, all_facts, settings(kb))
     if not fixes:
         rows += cause_rows(kb, plausible, all_facts, rows)
+        if splitting is None:
+            # no answer within reach decides a fix, yet the interview goes on: the report
+            # names the question it would ask next, so no truthful user meets a dead end
+            upcoming = next_question(kb, all_facts, answered, modules, 0)
+            if upcoming is not None and _narrows(kb, all_facts, upcoming, plausible):
+                splitting = upcoming
     return Diagnosis(
         findings=triage.findings if triage else (),
         facts=all_facts,

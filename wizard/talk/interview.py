@@ -86,7 +86,10 @@ class Interview:
 
     def next_question(self) -> AskedQuestion | None:
         answered = [step.asked.key for step in self.history]
-        return engine.next_question(self.kb, self.facts, answered, self.modules, len(self.history))
+        unsure = sum(1 for step in self.history if step.value == engine.UNSURE)
+        return engine.next_question(
+            self.kb, self.facts, answered, self.modules, len(self.history), unsure_count=unsure
+        )
 
     def answer(self, asked: AskedQuestion, value: str) -> None:
         updated = engine.apply_answer(self.facts, asked, value)

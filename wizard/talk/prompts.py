@@ -115,7 +115,7 @@ class Prompts:
 
         choices = [
             questionary.Choice(fill(o.label.get(self.lang), asked.fields), value=o.value)
-            for o in question.options
+            for o in asked.options
         ]
         if can_go_back:
             choices += [
