@@ -57,6 +57,31 @@ def test_every_dev_item_is_an_example():
     assert not missing
 
 
+def test_the_calibration_answers_no_dev_description_as_a_question():
+    """A description must be diagnosed, never answered: the shipped calibration answers no
+    `dev` description as a question (each measured with its own copy left out), not even with
+    a fix threshold lowered by the fit's guard (bench/text_accuracy.py `fit`, a hard
+    constraint there)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "text_accuracy", ROOT / "bench" / "text_accuracy.py"
+    )
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    sentences, _ = bench.load_corpus()
+    dev = [s for s in sentences if s["split"] == "dev"]
+    prepared = bench.prepare(KB, dev, [])
+    calibration = retrieve.index_for(KB)[1]
+    for lowered in (None, "fix_alone", "fix_statement"):
+        cal = dict(calibration)
+        if lowered is not None:
+            cal[lowered] -= bench.GUARD
+        got = bench.measure_both(KB, dev, [], cal, prepared)
+        answered = sum(got[("sentences", lang, "dev")]["hijacked"] for lang in ("en", "zh"))
+        assert answered == 0, (lowered, answered)
+
+
 def test_every_fix_cause_and_family_has_examples_in_both_languages():
     by_kind: dict[str, set] = {"questions": set(), "causes": set(), "families": set()}
     for section, key in (("questions", "fix"), ("causes", "cause"), ("families", "family")):

@@ -89,3 +89,19 @@ def test_the_examples_do_not_take_descriptions_for_questions(measured_both):
     for lang in ("en", "zh"):
         row = measured_both[("sentences", lang, "all")]
         assert row["hijacked"] / row["n"] <= 0.02
+
+
+def test_writing_text_md_keeps_its_hand_written_sections(tmp_path):
+    """`--write` replaces the generated tables of bench/TEXT.md and keeps the batch sections
+    (also in a file written before the marker existed)."""
+    path = tmp_path / "TEXT.md"
+    path.write_text(
+        "# old tables\n| 1 |\n\n## The first batch added\nkept text\n", encoding="utf-8"
+    )
+    bench.write_text_md("# new tables\n| 2 |\n", path)
+    first = path.read_text(encoding="utf-8")
+    assert first.startswith("# new tables\n| 2 |\n") and "| 1 |" not in first
+    assert first.endswith("## The first batch added\nkept text\n") and bench.MARKER in first
+    bench.write_text_md("# newer\n", path)
+    second = path.read_text(encoding="utf-8")
+    assert second == first.replace("# new tables\n| 2 |\n", "# newer\n")
