@@ -21,8 +21,10 @@ _spec.loader.exec_module(right_fix)
 
 # The share of these cases that reach a right fix within 3 answers may not fall below this.
 # Measured on main 46027a5 (2026-12-04, before issue 20's changes): 32 of 54. After them
-# (48a1037): 49 of 56 (36/42 fixtures, 13/14 interview cases). Issue 20 asks for 90%.
-FLOOR_WITHIN_3 = 0.85
+# (48a1037): 49 of 56 (36/42 fixtures, 13/14 interview cases). Issue 20 asks for 90%. With the
+# checkpointing check and 'return what the loss uses' proven for an ignored output (53de97b):
+# 63 of 63 (49/49 fixtures, 14/14 interview cases).
+FLOOR_WITHIN_3 = 0.95
 
 # Cases advised a failing fix. On 46027a5 there were four (a loss built from tensors `forward`
 # does not return was advised find_unused_parameters or static_graph); none since. A case that
