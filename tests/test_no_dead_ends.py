@@ -91,24 +91,6 @@ KNOWN_GAPS = {
             "backward_layout": ["shared"],
         },
     ],
-    # A framework default changed (or may have) AND checkpointing of the reentrant or an unknown
-    # kind that is not the whole story (the error stays without it, or the user cannot tell):
-    # turning the flag back on fails with reentrant checkpointing (measured), and the two
-    # changes together (non-reentrant checkpointing and the flag) are not measured as one fix
-    "paddle_unused_parameters": [
-        {
-            "worked_before_change": ["yes"],
-            "gradient_checkpointing": ["reentrant", "unknown_kind"],
-            "error_without_checkpointing": ["no", "unsure"],
-        },
-    ],
-    "unfinished_reduction": [
-        {
-            "worked_before_change": ["yes"],
-            "gradient_checkpointing": ["reentrant", "unknown_kind"],
-            "error_without_checkpointing": ["no", "unsure"],
-        },
-    ],
     # LlamaFactory's own message: doing as it says (the option off for LoRA) is not measured
     "llamafactory_ddp_flag": [{}],
 }

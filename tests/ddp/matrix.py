@@ -63,6 +63,10 @@ BRIDGE = {
     # freeze before wrapping, or (staged training) wrap again at each switch
     "freeze_before_wrapping": Bridge(("freeze_before_wrapping",), (".requires_grad_(",)),
     "checkpoint_non_reentrant": Bridge(("checkpoint_non_reentrant",), ("use_reentrant=False",)),
+    "checkpoint_non_reentrant_with_flag": Bridge(
+        ("checkpoint_non_reentrant+find_unused_parameters",),
+        ("use_reentrant=False", "find_unused_parameters=True"),
+    ),
     "tie_before_wrapping": Bridge(("tie_before_wrapping",), ("lm_head.weight = ",)),
     "disable_find_unused": Bridge(("disable_find_unused",), ("find_unused_parameters=False",)),
     # the speed warning on a model that needs the flag: the job runs with it, as before

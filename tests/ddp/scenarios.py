@@ -1207,6 +1207,8 @@ class FrameworkWrapped(nn.Module):
         self.head = nn.Linear(HID, OUT)
         self.unused = nn.Linear(HID, OUT)
         self.checkpointing = checkpointing  # None, "reentrant" or "non_reentrant"
+        # the fix switches a reentrant checkpoint to non-reentrant
+        self.reentrant = checkpointing == "reentrant" and CHECKPOINT_NON_REENTRANT not in fixes
 
     def _block(self, h):
         return torch.relu(self.block(h))
@@ -1216,8 +1218,7 @@ class FrameworkWrapped(nn.Module):
         if self.checkpointing is None:
             h = self._block(h)
         else:
-            reentrant = self.checkpointing == "reentrant"
-            h = checkpoint(self._block, h, use_reentrant=reentrant)
+            h = checkpoint(self._block, h, use_reentrant=self.reentrant)
         return self.head(h)
 
 
@@ -1286,7 +1287,12 @@ SCENARIOS.update(
                 lambda fixes: FrameworkWrapped(fixes, checkpointing="reentrant"),
                 step_single_output,
                 base_ddp_kwargs=FRAMEWORK_DEFAULT_OFF,
-                fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH),
+                fixes_to_measure=(
+                    "",
+                    FIND_UNUSED,
+                    STATIC_GRAPH,
+                    f"{CHECKPOINT_NON_REENTRANT}+{FIND_UNUSED}",  # both halves at once
+                ),
                 description="framework_flag_off with a block under checkpoint(use_reentrant=True)",
             ),
             Scenario(
@@ -1294,7 +1300,8 @@ SCENARIOS.update(
                 lambda fixes: FrameworkWrapped(fixes, checkpointing="non_reentrant"),
                 step_single_output,
                 base_ddp_kwargs=FRAMEWORK_DEFAULT_OFF,
-                fixes_to_measure=("", FIND_UNUSED),
+                # the non-reentrant switch is what this code already does: the fix is its flag
+                fixes_to_measure=("", FIND_UNUSED, f"{CHECKPOINT_NON_REENTRANT}+{FIND_UNUSED}"),
                 description="framework_flag_off with a block under checkpoint(use_reentrant=False)",
             ),
             Scenario(
