@@ -1,9 +1,9 @@
 """Load the YAML knowledge base into typed, frozen objects.
 
 The rules are read once per process. Parsing YAML is the slowest part of start-up, so the
-validated raw data is cached as JSON, keyed by the rules files' bytes (see `_cache_key`);
-a changed rules file simply misses the cache. A broken rules file raises `RulesError` with
-the file, the line and what is wrong, never a traceback.
+validated raw data is cached (rules_cache.py), keyed by the rules files' bytes (see
+`_cache_key`); a changed rules file simply misses the cache. A broken rules file raises
+`RulesError` with the file, the line and what is wrong, never a traceback.
 
 Start-up matters (`ddp-doctor triage` runs on busy login nodes), so a cache hit imports
 neither PyYAML, nor pathlib, nor hashlib (OpenSSL), nor the schema checker: paths are plain
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 
@@ -545,7 +546,9 @@ def _find_file(rules_dirs: list[str], name: str) -> str | None:
 
 
 # Bump when the loader changes what it stores (e.g. _tidy_chinese), so old caches miss.
-CACHE_FORMAT = 5  # 4: a header line with the payload's size and digest; 5: PIECES_KEY
+# 4: a header line with the payload's size and digest; 5: PIECES_KEY; 6: marshal
+CACHE_FORMAT = 6
+CACHE_CODEC = "marshal"  # rules_cache.py
 # what regex_pieces.py found for each regex, stored beside the rules in the cache
 PIECES_KEY = "regex_pieces"
 
@@ -558,7 +561,10 @@ def _cache_key(paths: list[str]) -> str:
         from hashlib import blake2b
     from .rules_guard import RulesProblem, read_bytes
 
-    digest = blake2b(f"{__version__}/{CACHE_FORMAT}".encode(), digest_size=16)
+    # marshal's format may change with the Python version: one cache per version, so two
+    # interpreters sharing a cache folder never take turns rebuilding it
+    python = sys.version_info[:2]
+    digest = blake2b(f"{__version__}/{CACHE_FORMAT}/{python}".encode(), digest_size=16)
     for path in paths:
         digest.update(path.encode("utf-8", "surrogateescape") + b"\0")
         try:
@@ -569,7 +575,7 @@ def _cache_key(paths: list[str]) -> str:
 
 
 def _cache_name(paths: list[str]) -> str:
-    return f"rules-{_cache_key(paths)}.json"
+    return f"rules-{_cache_key(paths)}.{CACHE_CODEC}"
 
 
 def _load_raw_cached(rules_dirs: list[str]) -> tuple[dict[str, Any], bool]:
@@ -580,11 +586,11 @@ def _load_raw_cached(rules_dirs: list[str]) -> tuple[dict[str, Any], bool]:
     from . import rules_cache
 
     name = _cache_name(paths)
-    raw = rules_cache.read(name, CACHE_FORMAT)
+    raw = rules_cache.read(name, CACHE_FORMAT, CACHE_CODEC)
     if _plausible(raw):
         return raw, True
     raw = _read_raw(rules_dirs)
-    rules_cache.write(name, CACHE_FORMAT, raw)
+    rules_cache.write(name, CACHE_FORMAT, raw, CACHE_CODEC)
     return raw, False
 
 
@@ -882,7 +888,10 @@ def load(extra_dir: str | os.PathLike | None = None) -> KnowledgeBase:
 
             raw = _read_raw(dirs)
             rules_cache.write(
-                _cache_name([p for d in dirs for p in _rule_paths(d)]), CACHE_FORMAT, raw
+                _cache_name([p for d in dirs for p in _rule_paths(d)]),
+                CACHE_FORMAT,
+                raw,
+                CACHE_CODEC,
             )
             _LOADED[key] = _build(raw)
         _FOLDERS[id(_LOADED[key])] = key

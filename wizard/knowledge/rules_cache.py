@@ -1,7 +1,13 @@
-"""The rules cache: parsed, validated rules as JSON, so that most runs skip YAML.
+"""The rules cache: parsed, validated rules as plain data, so that most runs skip YAML.
 
 It lives in `$XDG_CACHE_HOME/ddp-doctor` (default `~/.cache/ddp-doctor`), one file per set
-of rules files (`rules-KEY.json`, KEY a hash of their paths and bytes). In a shared or
+of rules files (`rules-KEY.marshal`, KEY a hash of their paths and bytes and of the Python
+version). The payload is JSON, or `marshal` for the rules (`codec`): the rules are read on
+every run, and `marshal.loads` reads them in a third of the time `json.loads` takes, without
+decoding UTF-8 first. `marshal` is not meant for data from others, and it need not be: a
+cache file is read only under the checks below (our own file, in our own private folder,
+with the digest of what we wrote), and it is plain data (dicts, lists, strings, numbers),
+checked for its shape by the loader like the JSON was. In a shared or
 hostile place (`HOME=/tmp` in a container, a CI runner) another user could plant a cache
 or a symlink there, so:
 
@@ -23,6 +29,7 @@ cache is on every run's path.
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import stat
 
@@ -80,7 +87,10 @@ def _digest(payload: bytes) -> str:
     return blake2b(payload, digest_size=16).hexdigest()
 
 
-def read(name: str, fmt: int) -> Any | None:
+CODECS = ("json", "marshal")
+
+
+def read(name: str, fmt: int, codec: str = "json") -> Any | None:
     """The cached value stored under `name` with format `fmt`, or None on any doubt."""
     if not supported():
         return None
@@ -98,10 +108,12 @@ def read(name: str, fmt: int) -> Any | None:
         meta = json.loads(header)
         if not isinstance(meta, dict) or meta.get("format") != fmt:
             return None
+        if meta.get("codec", "json") != codec:
+            return None
         if meta.get("size") != len(payload) or meta.get("digest") != _digest(payload):
             return None
-        return json.loads(payload)
-    except (ValueError, RecursionError, MemoryError):
+        return marshal.loads(payload) if codec == "marshal" else json.loads(payload)
+    except (ValueError, EOFError, TypeError, RecursionError, MemoryError):
         return None
 
 
@@ -130,13 +142,19 @@ def _read_file(name: str, folder: int) -> bytes | None:
         os.close(fd)
 
 
-def write(name: str, fmt: int, value: Any) -> None:
-    """Store `value` under `name`; a folder that is not safe, read-only or full only costs
-    speed, never an error."""
+def write(name: str, fmt: int, value: Any, codec: str = "json") -> None:
+    """Store `value` (plain data) under `name`; a folder that is not safe, read-only or full
+    only costs speed, never an error."""
     if not supported():
         return
-    payload = json.dumps(value, ensure_ascii=False).encode("utf-8")
-    header = json.dumps({"format": fmt, "size": len(payload), "digest": _digest(payload)})
+    if codec == "marshal":
+        payload = marshal.dumps(value)
+    else:
+        payload = json.dumps(value, ensure_ascii=False).encode("utf-8")
+    meta = {"format": fmt, "size": len(payload), "digest": _digest(payload)}
+    if codec != "json":
+        meta["codec"] = codec
+    header = json.dumps(meta)
     folder = _open_dir(create=True)
     if folder is None:
         return
