@@ -28,6 +28,7 @@ from . import safety
 # typing is only read by type checkers: importing it costs start-up time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Hashable
     from typing import Any
 
 DEFAULT_SETTINGS = {
@@ -161,17 +162,30 @@ def _merged_settings(engine: Mapping[str, Any]) -> Mapping[str, Any]:
 _SETTINGS: dict = {}
 
 
-def _facts_key(facts: Mapping[str, Any]) -> tuple | None:
+def _facts_key(facts: Mapping[str, Any]) -> Hashable | None:
+    """A key equal for equal fact sets, None when a value cannot be hashed (a dict, a nested
+    list): the caller then works without its memo."""
+    try:
+        return frozenset(facts.items())  # most fact sets: every value a scalar
+    except TypeError:
+        pass
     try:
         key = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in facts.items()))
         hash(key)
-    except TypeError:  # an unhashable value (a dict, a nested list): rank without the memo
+    except TypeError:
         return None
     return key
 
 
 def rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCause, ...]:
-    return _rank_causes(kb, facts)
+    """The causes, most likely first (remembered per fact set, see `_rank_causes`)."""
+    key = _facts_key(facts)
+    if key is None:
+        return _rank_causes(kb, facts)
+    return per_object(_RANKED, kb.causes, _rank_causes, _RANKINGS_KEPT, kb, facts, key=key)
+
+
+_RANKED: dict = {}
 
 
 def _rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCause, ...]:
