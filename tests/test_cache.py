@@ -44,26 +44,27 @@ def cache_file(home) -> str:
 
 def poisoned(path: str) -> bytes:
     """The cache at `path` with every fix titled POISON, still a valid cache in the format
-    the tool wrote it (a header line with the payload's size, digest and codec, or plain
-    JSON)."""
+    the tool wrote it (a header line `ddp-doctor-cache FORMAT CODEC SIZE DIGEST`, then the
+    payload)."""
     with open(path, "rb") as handle:
-        data = handle.read()
-    first, _, rest = data.partition(b"\n")
-    header = json.loads(first) if rest else None
-    marshalled = bool(header) and header.get("codec") == "marshal"
-    raw = marshal.loads(rest) if marshalled else json.loads(rest if header else data)
+        header, _, rest = handle.read().partition(b"\n")
+    magic, fmt, codec, _, _ = header.decode().split()
+    raw = marshal.loads(rest) if codec == "marshal" else json.loads(rest)
     for fix in raw["fixes"]:
         fix["title"] = {"en": POISON, "zh": POISON}
-    if marshalled:
+    if codec == "marshal":
         payload = marshal.dumps(raw)
     else:
         payload = json.dumps(raw, ensure_ascii=False).encode("utf-8")
-    if not header:
-        return payload
+    return with_header(payload, magic, fmt, codec)
+
+
+def with_header(payload: bytes, magic: str, fmt: str, codec: str) -> bytes:
+    """A cache file's bytes: the header line with the payload's size and digest, then it."""
     from hashlib import blake2b
 
-    header.update(size=len(payload), digest=blake2b(payload, digest_size=16).hexdigest())
-    return json.dumps(header).encode() + b"\n" + payload
+    digest = blake2b(payload, digest_size=16).hexdigest()
+    return f"{magic} {fmt} {codec} {len(payload)} {digest}\n".encode() + payload
 
 
 def test_cache_folder_is_private(tmp_path):
@@ -99,14 +100,11 @@ def test_a_corrupt_cache_never_breaks_a_run(tmp_path, expected, content):
 def test_a_payload_with_a_right_digest_but_wrong_content_is_rebuilt(tmp_path, expected, payload):
     """The digest only says the file is what was written: what it holds is checked too (a
     code object is plain data to marshal, and it is never run)."""
-    from hashlib import blake2b
-
     path = cache_file(tmp_path)
     with open(path, "rb") as handle:
-        header = json.loads(handle.read().partition(b"\n")[0])
-    header.update(size=len(payload), digest=blake2b(payload, digest_size=16).hexdigest())
+        magic, fmt, codec, _, _ = handle.read().partition(b"\n")[0].decode().split()
     with open(path, "wb") as handle:
-        handle.write(json.dumps(header).encode() + b"\n" + payload)
+        handle.write(with_header(payload, magic, fmt, codec))
     result = run(tmp_path)
     assert result.returncode == 0, result.err
     assert result.out == expected

@@ -19,7 +19,6 @@ Long text is cut in the middle (`shorten`) where the reader needs only to recogn
 
 from __future__ import annotations
 
-import json
 import re
 
 # Control characters (C0 but tab, DEL, C1), line and paragraph separators, and the format
@@ -124,5 +123,7 @@ def dumps(data: object) -> str:
     Outside strings JSON holds only ASCII punctuation, so every unsafe character found is
     inside a string, where `\\uXXXX` is the same character to a parser.
     """
+    import json  # here: a terminal report never needs it
+
     document = json.dumps(data, ensure_ascii=False, indent=2)
     return _compiled(_JSON_UNSAFE_CLASS).sub(_json_escape, document)

@@ -16,7 +16,8 @@ or a symlink there, so:
   relative to that open folder, so it cannot be swapped in between;
 - a cache file is read only if it is a regular file owned by this user (never through a
   symlink, never blocking on a FIFO), at most MAX_BYTES, and its payload matches the size
-  and BLAKE2 digest in its header line; anything else is a miss, never an error;
+  and BLAKE2 digest in its header line (`ddp-doctor-cache FORMAT CODEC SIZE DIGEST`, plain
+  words: a terminal report never imports `json`); anything else is a miss, never an error;
 - a new cache file is written to a fresh temporary name (O_CREAT | O_EXCL, mode 0600, a
   random name, as `tempfile.mkstemp` makes it) in that folder and renamed over the old one,
   so a planted file or symlink is replaced, never written through.
@@ -28,7 +29,6 @@ cache is on every run's path.
 
 from __future__ import annotations
 
-import json
 import marshal
 import os
 import stat
@@ -104,17 +104,24 @@ def read(name: str, fmt: int, codec: str = "json") -> Any | None:
     if data is None:
         return None
     header, _, payload = data.partition(b"\n")
+    if header != _header(fmt, codec, payload):
+        return None
     try:
-        meta = json.loads(header)
-        if not isinstance(meta, dict) or meta.get("format") != fmt:
-            return None
-        if meta.get("codec", "json") != codec:
-            return None
-        if meta.get("size") != len(payload) or meta.get("digest") != _digest(payload):
-            return None
-        return marshal.loads(payload) if codec == "marshal" else json.loads(payload)
+        if codec == "marshal":
+            return marshal.loads(payload)
+        import json
+
+        return json.loads(payload)
     except (ValueError, EOFError, TypeError, RecursionError, MemoryError):
         return None
+
+
+def _header(fmt: int, codec: str, payload: bytes) -> bytes:
+    """The header line of a cache file holding `payload` (without the newline)."""
+    return f"{MAGIC} {fmt} {codec} {len(payload)} {_digest(payload)}".encode()
+
+
+MAGIC = "ddp-doctor-cache"
 
 
 def _read_file(name: str, folder: int) -> bytes | None:
@@ -150,11 +157,10 @@ def write(name: str, fmt: int, value: Any, codec: str = "json") -> None:
     if codec == "marshal":
         payload = marshal.dumps(value)
     else:
+        import json
+
         payload = json.dumps(value, ensure_ascii=False).encode("utf-8")
-    meta = {"format": fmt, "size": len(payload), "digest": _digest(payload)}
-    if codec != "json":
-        meta["codec"] = codec
-    header = json.dumps(meta)
+    header = _header(fmt, codec, payload)
     folder = _open_dir(create=True)
     if folder is None:
         return
@@ -162,7 +168,7 @@ def write(name: str, fmt: int, value: Any, codec: str = "json") -> None:
     try:
         fd = os.open(temporary, _NEW_FLAGS, 0o600, dir_fd=folder)
         try:
-            os.write(fd, header.encode() + b"\n")
+            os.write(fd, header + b"\n")
             view = memoryview(payload)
             while view:
                 view = view[os.write(fd, view) :]
