@@ -87,7 +87,15 @@ def make_env(workdir: Path, in_place: bool) -> Env:
     # folders listed in a .pth are only added to sys.path, their own .pth files never run)
     import site
 
-    folders = dict.fromkeys([sysconfig.get_paths()["purelib"], *site.getsitepackages()])
+    # (and those on sys.path: a venv that borrows its own dependencies through a .pth, as a
+    # git worktree's venv may, has them there only)
+    folders = dict.fromkeys(
+        [
+            sysconfig.get_paths()["purelib"],
+            *site.getsitepackages(),
+            *(p for p in sys.path if p.endswith("site-packages") and os.path.isdir(p)),
+        ]
+    )
     Path(purelib, "zz_bench_deps.pth").write_text("".join(f"{f}\n" for f in folders))
     return Env(python, str(venv / "bin" / "ddp-doctor"), environ)
 
@@ -235,8 +243,10 @@ def startup(env: Env, runs: int) -> list[tuple[str, float, str]]:
         ],
     }
     no_cache = dict(env.environ, DDP_DOCTOR_NO_CACHE="1")
-    for argv in commands.values():  # warm up: page cache, .pyc files, the rules cache
-        time_run(argv, env)
+    for name, argv in commands.items():  # warm up: page cache, .pyc files, the rules cache
+        if subprocess.run(argv, capture_output=True, env=env.environ).returncode:
+            # a command that fails (a dependency missing from the venv) would be timed as fast
+            sys.exit(f"bench: {name} fails in the measured venv: {' '.join(argv)}")
     samples: dict[str, list[float]] = {name: [] for name in commands}
     samples["`triage --json` without the rules cache (YAML parse)"] = []
     prompt = session_available(env)

@@ -5,6 +5,7 @@ the YAML rules give."""
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import stat
 
@@ -36,29 +37,34 @@ def cache_file(home) -> str:
     """Fill the cache with a first run and return the path of its file."""
     assert run(home).returncode == 0
     folder = home / "ddp-doctor"
-    names = [n for n in os.listdir(folder) if n.startswith("rules-") and n.endswith(".json")]
+    names = [n for n in os.listdir(folder) if n.startswith("rules-")]
     assert len(names) == 1, names
     return str(folder / names[0])
 
 
-def poisoned(path: str) -> str:
+def poisoned(path: str) -> bytes:
     """The cache at `path` with every fix titled POISON, still a valid cache in the format
-    the tool wrote it (a header line with the payload's size and digest, or plain JSON)."""
+    the tool wrote it (a header line `ddp-doctor-cache FORMAT CODEC SIZE DIGEST`, then the
+    payload)."""
     with open(path, "rb") as handle:
-        data = handle.read()
-    first, _, rest = data.partition(b"\n")
-    header = json.loads(first) if rest else None
-    raw = json.loads(rest if header else data)
+        header, _, rest = handle.read().partition(b"\n")
+    magic, fmt, codec, _, _ = header.decode().split()
+    raw = marshal.loads(rest) if codec == "marshal" else json.loads(rest)
     for fix in raw["fixes"]:
         fix["title"] = {"en": POISON, "zh": POISON}
-    body = json.dumps(raw, ensure_ascii=False)
-    if not header:
-        return body
+    if codec == "marshal":
+        payload = marshal.dumps(raw)
+    else:
+        payload = json.dumps(raw, ensure_ascii=False).encode("utf-8")
+    return with_header(payload, magic, fmt, codec)
+
+
+def with_header(payload: bytes, magic: str, fmt: str, codec: str) -> bytes:
+    """A cache file's bytes: the header line with the payload's size and digest, then it."""
     from hashlib import blake2b
 
-    payload = body.encode("utf-8")
-    header.update(size=len(payload), digest=blake2b(payload, digest_size=16).hexdigest())
-    return json.dumps(header) + "\n" + body
+    digest = blake2b(payload, digest_size=16).hexdigest()
+    return f"{magic} {fmt} {codec} {len(payload)} {digest}\n".encode() + payload
 
 
 def test_cache_folder_is_private(tmp_path):
@@ -82,6 +88,29 @@ def test_a_corrupt_cache_never_breaks_a_run(tmp_path, expected, content):
     assert run(tmp_path).out == expected  # and the cache was rebuilt
 
 
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"\xff\x00 not marshal data",
+        marshal.dumps(compile("open('/tmp/ddp-doctor-pwned', 'w')", "x", "exec")),
+        marshal.dumps({"messages": {}, "families": [], "causes": [], "fixes": [7]}),
+    ],
+    ids=["garbage", "code", "wrong-shape"],
+)
+def test_a_payload_with_a_right_digest_but_wrong_content_is_rebuilt(tmp_path, expected, payload):
+    """The digest only says the file is what was written: what it holds is checked too (a
+    code object is plain data to marshal, and it is never run)."""
+    path = cache_file(tmp_path)
+    with open(path, "rb") as handle:
+        magic, fmt, codec, _, _ = handle.read().partition(b"\n")[0].decode().split()
+    with open(path, "wb") as handle:
+        handle.write(with_header(payload, magic, fmt, codec))
+    result = run(tmp_path)
+    assert result.returncode == 0, result.err
+    assert result.out == expected
+    assert not os.path.exists("/tmp/ddp-doctor-pwned")
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_a_fifo_at_the_cache_path_does_not_hang(tmp_path, expected):
     path = cache_file(tmp_path)
@@ -94,25 +123,25 @@ def test_a_fifo_at_the_cache_path_does_not_hang(tmp_path, expected):
 def test_a_symlink_at_the_cache_path_is_not_followed(tmp_path, expected):
     path = cache_file(tmp_path)
     poison = poisoned(path)
-    with open(path, "w", encoding="utf-8") as handle:
+    with open(path, "wb") as handle:
         handle.write(poison)
     # the control: the poison is a valid cache, so where it is refused below, that is
     # because of where it sits (a file in one's own private folder is one's own)
     assert POISON in run(tmp_path).out
-    planted = tmp_path / "elsewhere.json"
-    planted.write_text(poison, encoding="utf-8")
+    planted = tmp_path / "elsewhere.cache"
+    planted.write_bytes(poison)
     os.unlink(path)
     os.symlink(planted, path)
     result = run(tmp_path)
     assert result.returncode == 0 and POISON not in result.out
     assert result.out == expected
-    assert POISON in planted.read_text(encoding="utf-8")  # untouched
+    assert POISON.encode() in planted.read_bytes()  # untouched
 
 
 def test_a_cache_folder_others_can_write_is_not_trusted(tmp_path, expected):
     path = cache_file(tmp_path)
     poison = poisoned(path)
-    with open(path, "w", encoding="utf-8") as handle:
+    with open(path, "wb") as handle:
         handle.write(poison)
     os.chmod(tmp_path / "ddp-doctor", 0o777)
     result = run(tmp_path)
@@ -124,7 +153,7 @@ def test_a_cache_folder_others_can_write_is_not_trusted(tmp_path, expected):
 def test_a_cache_folder_of_another_user_is_not_trusted(tmp_path, expected):
     path = cache_file(tmp_path)
     poison = poisoned(path)
-    with open(path, "w", encoding="utf-8") as handle:
+    with open(path, "wb") as handle:
         handle.write(poison)
     os.chown(tmp_path / "ddp-doctor", 65534, 65534)
     os.chown(path, 65534, 65534)

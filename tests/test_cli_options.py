@@ -193,6 +193,8 @@ def test_the_rich_report_imports_rich_but_nothing_else_heavy():
     imported = _imported_by("triage", "--format", "rich", example)
     assert "rich.console" in imported
     assert not imported & WHAT_A_REPORT_LEAVES
+    # nor json: the rules cache's header is plain words, its payload marshal (issue 23)
+    assert "json" not in imported
 
 
 def _argparse_msgids() -> set[str]:

@@ -1,5 +1,5 @@
 """`python -m ddp_doctor` is the same as `ddp-doctor`."""
 
-from .cli.main import main
+from .cli import run
 
-raise SystemExit(main())
+raise SystemExit(run())

@@ -522,6 +522,11 @@ COMMANDS = {
 }
 
 
+# commands that may run for hours (a training job, the model's steps, a person answering):
+# they keep the cyclic garbage collector
+LONG_RUNNING = (cmd_session, cmd_run, cmd_probe)
+
+
 # ---------------------------------------------------------------------------- main
 
 
@@ -581,6 +586,10 @@ def _main(argv: Sequence[str] | None) -> int:
             handler = cmd_answers if args.answers else cmd_session
         else:
             handler = COMMANDS[args.command]
+        if handler in LONG_RUNNING and argv is None:
+            import gc
+
+            gc.enable()  # the program turned it off for a short report (cli.run)
         return int(handler(kb, args, lang))
     except UserError as err:
         text = _print_user_error(kb, err, lang)

@@ -19,19 +19,32 @@ Long text is cut in the middle (`shorten`) where the reader needs only to recogn
 
 from __future__ import annotations
 
-import json
 import re
 
 # Control characters (C0 but tab, DEL, C1), line and paragraph separators, and the format
 # characters (Unicode category Cf: bidi marks, embeddings, overrides and isolates,
 # zero-width space/joiners, word joiner, BOM, soft hyphen, tag characters, ...). A test
 # checks this class against `unicodedata` for every code point.
-_UNSAFE = re.compile(
+_UNSAFE_CLASS = (
     "[\x00-\x08\x0a-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
     "\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
     "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
     "\U000e0001\U000e0020-\U000e007f]"
 )
+# characters `json.dumps(ensure_ascii=False)` leaves raw that a terminal would act on
+_JSON_UNSAFE_CLASS = _UNSAFE_CLASS.replace("\x00-\x08\x0a-\x1f", "")
+
+# Each class takes ~0.5 ms to compile (its ranges reach past the BMP) and a report needs
+# one of them (the JSON document or the text ones): compiled on first use.
+_COMPILED: dict[str, re.Pattern] = {}
+
+
+def _compiled(pattern: str) -> re.Pattern:
+    found = _COMPILED.get(pattern)
+    if found is None:
+        found = _COMPILED[pattern] = re.compile(pattern)
+    return found
+
 
 OUTPUTS = ("terminal", "markdown", "text", "json")
 ELLIPSIS = "…"
@@ -48,7 +61,7 @@ def _escape(match: re.Match) -> str:
 
 def escape_invisible(text: str) -> str:
     """Every control, separator and invisible format character as a visible escape."""
-    return _UNSAFE.sub(_escape, text)
+    return _compiled(_UNSAFE_CLASS).sub(_escape, text)
 
 
 def shown(text: object, output: str = "terminal") -> str:
@@ -96,10 +109,6 @@ def shorten(text: str, limit: int) -> str:
     return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
 
 
-# characters `json.dumps(ensure_ascii=False)` leaves raw that a terminal would act on
-_JSON_UNSAFE = re.compile(_UNSAFE.pattern.replace("\x00-\x08\x0a-\x1f", ""))
-
-
 def _json_escape(match: re.Match) -> str:
     code = ord(match.group())
     if code < 0x10000:
@@ -114,4 +123,7 @@ def dumps(data: object) -> str:
     Outside strings JSON holds only ASCII punctuation, so every unsafe character found is
     inside a string, where `\\uXXXX` is the same character to a parser.
     """
-    return _JSON_UNSAFE.sub(_json_escape, json.dumps(data, ensure_ascii=False, indent=2))
+    import json  # here: a terminal report never needs it
+
+    document = json.dumps(data, ensure_ascii=False, indent=2)
+    return _compiled(_JSON_UNSAFE_CLASS).sub(_json_escape, document)

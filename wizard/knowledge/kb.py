@@ -1,9 +1,9 @@
 """Load the YAML knowledge base into typed, frozen objects.
 
 The rules are read once per process. Parsing YAML is the slowest part of start-up, so the
-validated raw data is cached as JSON, keyed by the rules files' bytes (see `_cache_key`);
-a changed rules file simply misses the cache. A broken rules file raises `RulesError` with
-the file, the line and what is wrong, never a traceback.
+validated raw data is cached (rules_cache.py), keyed by the rules files' bytes (see
+`_cache_key`); a changed rules file simply misses the cache. A broken rules file raises
+`RulesError` with the file, the line and what is wrong, never a traceback.
 
 Start-up matters (`ddp-doctor triage` runs on busy login nodes), so a cache hit imports
 neither PyYAML, nor pathlib, nor hashlib (OpenSSL), nor the schema checker: paths are plain
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 
@@ -373,7 +374,24 @@ def _read_raw(rules_dirs: list[str]) -> dict[str, Any]:
     from .regex_pieces import required_pieces
 
     raw[PIECES_KEY] = {p: required_pieces(p, re.MULTILINE) for p in dict.fromkeys(patterns)}
+    raw[CODE_KEY] = _regex_codes(raw, patterns)
     return raw
+
+
+def _regex_codes(raw: dict[str, Any], patterns: list[str]) -> dict[str, Any]:
+    """What `re` compiles each rules regex to (regex_code.py), by flags and pattern, for the
+    flags the loader compiles it with (`_build`): multi-line, but the line prefixes and the
+    library and error lines."""
+    from .regex_code import regex_code
+
+    single = [*(raw.get("line_prefixes") or []), raw.get("library_paths"), raw.get("error_line")]
+    wanted = {(re.MULTILINE, p) for p in patterns} | {(0, p) for p in single if p}
+    codes: dict[str, Any] = {}
+    for flags, pattern in sorted(wanted):
+        stored = regex_code(pattern, flags)
+        if stored is not None:
+            codes[f"{int(flags)}/{pattern}"] = stored
+    return codes
 
 
 def _kind(path: str) -> str:
@@ -545,9 +563,13 @@ def _find_file(rules_dirs: list[str], name: str) -> str | None:
 
 
 # Bump when the loader changes what it stores (e.g. _tidy_chinese), so old caches miss.
-CACHE_FORMAT = 5  # 4: a header line with the payload's size and digest; 5: PIECES_KEY
+# 4: a header line with the payload's size and digest; 5: PIECES_KEY; 6: marshal; 7: CODE_KEY
+CACHE_FORMAT = 7
+CACHE_CODEC = "marshal"  # rules_cache.py
 # what regex_pieces.py found for each regex, stored beside the rules in the cache
 PIECES_KEY = "regex_pieces"
+# what `re` compiles each regex to (regex_code.py), by "flags/pattern"
+CODE_KEY = "regex_code"
 
 
 def _cache_key(paths: list[str]) -> str:
@@ -556,9 +578,14 @@ def _cache_key(paths: list[str]) -> str:
         from _blake2 import blake2b
     except ImportError:  # an interpreter without it
         from hashlib import blake2b
+    from .regex_code import code_format
     from .rules_guard import RulesProblem, read_bytes
 
-    digest = blake2b(f"{__version__}/{CACHE_FORMAT}".encode(), digest_size=16)
+    # marshal's format may change with the Python version (and the regex engine's code with
+    # its MAGIC): one cache per version, so two interpreters sharing a cache folder never
+    # take turns rebuilding it
+    python = f"{sys.version_info[:2]}/{code_format()}"
+    digest = blake2b(f"{__version__}/{CACHE_FORMAT}/{python}".encode(), digest_size=16)
     for path in paths:
         digest.update(path.encode("utf-8", "surrogateescape") + b"\0")
         try:
@@ -569,7 +596,7 @@ def _cache_key(paths: list[str]) -> str:
 
 
 def _cache_name(paths: list[str]) -> str:
-    return f"rules-{_cache_key(paths)}.json"
+    return f"rules-{_cache_key(paths)}.{CACHE_CODEC}"
 
 
 def _load_raw_cached(rules_dirs: list[str]) -> tuple[dict[str, Any], bool]:
@@ -580,11 +607,11 @@ def _load_raw_cached(rules_dirs: list[str]) -> tuple[dict[str, Any], bool]:
     from . import rules_cache
 
     name = _cache_name(paths)
-    raw = rules_cache.read(name, CACHE_FORMAT)
+    raw = rules_cache.read(name, CACHE_FORMAT, CACHE_CODEC)
     if _plausible(raw):
         return raw, True
     raw = _read_raw(rules_dirs)
-    rules_cache.write(name, CACHE_FORMAT, raw)
+    rules_cache.write(name, CACHE_FORMAT, raw, CACHE_CODEC)
     return raw, False
 
 
@@ -663,8 +690,9 @@ class LazyPattern:
 
     _METHODS = ("search", "match", "fullmatch", "finditer", "findall", "sub", "split")
 
-    def __init__(self, pattern: str, flags: int = 0, pieces: tuple[str, ...] = ()):
+    def __init__(self, pattern: str, flags: int = 0, pieces: tuple[str, ...] = (), code=None):
         self.pattern, self.flags, self.pieces = pattern, flags, pieces
+        self.code = code  # what `re` compiled it to when the cache was built (regex_code.py)
 
     def could_match(self, string: str) -> bool:
         """False when `string` lacks every piece a match needs (so nothing can match)."""
@@ -697,10 +725,16 @@ class LazyPattern:
         return getattr(self._compiled(), name)
 
     def _compiled(self) -> re.Pattern:
-        try:
-            compiled = re.compile(self.pattern, self.flags)
-        except re.error:  # rules_check compiled it before it was cached: a hand-edited cache
-            compiled = re.compile(r"(?!)")
+        compiled = None
+        if self.code is not None:
+            from .regex_code import from_code
+
+            compiled = from_code(self.pattern, self.code)
+        if compiled is None:
+            try:
+                compiled = re.compile(self.pattern, self.flags)
+            except re.error:  # rules_check compiled it before it was cached: a hand-edited cache
+                compiled = re.compile(r"(?!)")
         for method in self._METHODS:  # instance attributes: found before the methods above
             setattr(self, method, getattr(compiled, method))
         self.groupindex = compiled.groupindex
@@ -712,18 +746,29 @@ class LazyPattern:
         return f"LazyPattern({self.pattern!r})"
 
 
-def _compile(pattern: str, pieces: Mapping[str, list], flags: int = re.MULTILINE) -> re.Pattern:
-    found = pieces.get(pattern)
-    if not (isinstance(found, (list, tuple)) and all(isinstance(p, str) and p for p in found)):
-        found = []  # none found, or a hand-edited cache: compile when first used
-    return LazyPattern(pattern, flags, tuple(found))  # type: ignore[return-value]
+class _Found:
+    """What the cache holds about each regex: its pieces (regex_pieces.py) and its code
+    (regex_code.py); whatever is not a dict (a hand-edited cache) counts as nothing."""
+
+    def __init__(self, raw: dict[str, Any]):
+        pieces, codes = raw.get(PIECES_KEY), raw.get(CODE_KEY)
+        self.pieces = pieces if isinstance(pieces, dict) else {}
+        self.codes = codes if isinstance(codes, dict) else {}
 
 
-def _fact_rule(raw: dict[str, Any], pieces: Mapping[str, list]) -> FactRule:
-    return FactRule(_compile(raw["pattern"], pieces), _frozen(raw["sets"]))
+def _compile(pattern: str, found: _Found, flags: int = re.MULTILINE) -> re.Pattern:
+    pieces = found.pieces.get(pattern)
+    if not (isinstance(pieces, (list, tuple)) and all(isinstance(p, str) and p for p in pieces)):
+        pieces = []  # none found, or a hand-edited cache: compile when first used
+    code = found.codes.get(f"{int(flags)}/{pattern}")
+    return LazyPattern(pattern, flags, tuple(pieces), code)  # type: ignore[return-value]
 
 
-def _family(raw: dict[str, Any], pieces: Mapping[str, list]) -> Family:
+def _fact_rule(raw: dict[str, Any], found: _Found) -> FactRule:
+    return FactRule(_compile(raw["pattern"], found), _frozen(raw["sets"]))
+
+
+def _family(raw: dict[str, Any], found: _Found) -> Family:
     examples = raw.get("examples", {})
     return Family(
         id=raw["id"],
@@ -731,17 +776,17 @@ def _family(raw: dict[str, Any], pieces: Mapping[str, list]) -> Family:
         title=_text(raw["title"]),
         summary=_text(raw["summary"]),
         anchors=tuple(raw["anchors"]),
-        patterns=tuple(_compile(p, pieces) for p in raw["patterns"]),
+        patterns=tuple(_compile(p, found) for p in raw["patterns"]),
         sets=_frozen(raw.get("sets")),
-        facts=tuple(_fact_rule(r, pieces) for r in raw.get("facts", [])),
+        facts=tuple(_fact_rule(r, found) for r in raw.get("facts", [])),
         positive=_examples(examples.get("positive")),
         negative=_examples(examples.get("negative")),
         tip=raw.get("tip"),
     )
 
 
-def _extractor(raw: dict[str, Any], pieces: Mapping[str, list]) -> Extractor:
-    return Extractor(raw["field"], _compile(raw["pattern"], pieces), raw.get("split"))
+def _extractor(raw: dict[str, Any], found: _Found) -> Extractor:
+    return Extractor(raw["field"], _compile(raw["pattern"], found), raw.get("split"))
 
 
 def _evidence(raw: dict[str, Any]) -> Evidence:
@@ -825,20 +870,19 @@ def _build(raw: dict[str, Any]) -> KnowledgeBase:
     """The knowledge base from validated raw data: one builder per object above."""
     fixes = {f["id"]: _fix(f) for f in raw.get("fixes", [])}
     messages = _Messages(raw.get("messages", {}))
-    pieces = raw.get(PIECES_KEY)
-    pieces = pieces if isinstance(pieces, dict) else {}
+    found = _Found(raw)
     return KnowledgeBase(
-        families=tuple(_family(f, pieces) for f in raw.get("families", [])),
-        extractors=tuple(_extractor(e, pieces) for e in raw.get("extractors", [])),
-        hints=tuple(_fact_rule(h, pieces) for h in raw.get("hints", [])),
+        families=tuple(_family(f, found) for f in raw.get("families", [])),
+        extractors=tuple(_extractor(e, found) for e in raw.get("extractors", [])),
+        hints=tuple(_fact_rule(h, found) for h in raw.get("hints", [])),
         causes=tuple(_cause(c, raw.get("case_baseline") or {}) for c in raw.get("causes", [])),
         fixes=_frozen(fixes),
         questions=tuple(_question(q) for q in raw.get("questions", [])),
         messages=messages,
-        line_prefixes=tuple(_compile(p, pieces, 0) for p in raw.get("line_prefixes", [])),
+        line_prefixes=tuple(_compile(p, found, 0) for p in raw.get("line_prefixes", [])),
         notes=tuple(_note(n) for n in raw.get("notes", [])),
-        library_paths=_compile(raw.get("library_paths") or r"(?!)", pieces, 0),
-        error_line=_compile(raw.get("error_line") or r"(?!)", pieces, 0),
+        library_paths=_compile(raw.get("library_paths") or r"(?!)", found, 0),
+        error_line=_compile(raw.get("error_line") or r"(?!)", found, 0),
         engine=_frozen(raw.get("engine")),
         lexicon=_frozen({k: raw[k] for k in LEXICON_SECTIONS if k in raw}),
         placeholders=_frozen(
@@ -882,7 +926,10 @@ def load(extra_dir: str | os.PathLike | None = None) -> KnowledgeBase:
 
             raw = _read_raw(dirs)
             rules_cache.write(
-                _cache_name([p for d in dirs for p in _rule_paths(d)]), CACHE_FORMAT, raw
+                _cache_name([p for d in dirs for p in _rule_paths(d)]),
+                CACHE_FORMAT,
+                raw,
+                CACHE_CODEC,
             )
             _LOADED[key] = _build(raw)
         _FOLDERS[id(_LOADED[key])] = key

@@ -8,7 +8,6 @@ terminal) need nothing but the standard library, which keeps `triage --json` fas
 from __future__ import annotations
 
 import re
-import shlex
 
 from ..common.foreign import code_span, dumps, shorten, shown
 from ..common.i18n import tr
@@ -737,7 +736,7 @@ class _Out:
 
         rich_text = RichText()
         done = 0
-        for span in _CODE_SPAN.finditer(text):
+        for span in re.finditer(_CODE_SPAN, text, re.S):
             rich_text.append(text[done : span.start()], style=base)
             body = span.group("body")
             if body[:1] == body[-1:] == " " and body.strip(" "):
@@ -784,7 +783,8 @@ class _Out:
 
 
 # a markdown code span: a backtick run, then the shortest text up to a run of the same length
-_CODE_SPAN = re.compile(r"(?<!`)(?P<fence>`+)(?!`)(?P<body>.+?)(?<!`)(?P=fence)(?!`)", re.S)
+# only the terminal report reads it: a pattern string, compiled by `re` on first use
+_CODE_SPAN = r"(?<!`)(?P<fence>`+)(?!`)(?P<body>.+?)(?<!`)(?P=fence)(?!`)"
 
 # the inline marks of the markdown ddp-doctor writes: `code`, **bold**, *italic*; compiled
 # by `re`'s own cache when `ask` first prints in a terminal, not when a report is imported
@@ -934,7 +934,9 @@ def _interview_command(report: Report) -> str:
     findings = report.diagnosis.findings
     source = findings[0].source if findings else None
     if source and not source.startswith("<") and source != "-":
-        return f"ddp-doctor --lang {report.lang} --paste {shlex.quote(source)}"
+        from shlex import quote  # only this line needs it
+
+        return f"ddp-doctor --lang {report.lang} --paste {quote(source)}"
     return f"ddp-doctor --lang {report.lang}"
 
 

@@ -16,11 +16,10 @@ from types import MappingProxyType
 from ..common.memo import per_object
 from ..common.record import field, record, replace
 from ..knowledge.conditions import (  # condition_state is re-exported
-    UNKNOWN,
+    ConditionTable,
     about_more_than_the_family,
     condition_holds,
     condition_state,  # noqa: F401
-    plain_tests,
 )
 from ..knowledge.kb import Cause, Evidence, Fix, KnowledgeBase, Option, Outcome, Question, Text
 from ..reading.triage import Finding, TriageResult
@@ -29,6 +28,7 @@ from . import safety
 # typing is only read by type checkers: importing it costs start-up time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Hashable
     from typing import Any
 
 DEFAULT_SETTINGS = {
@@ -162,56 +162,60 @@ def _merged_settings(engine: Mapping[str, Any]) -> Mapping[str, Any]:
 _SETTINGS: dict = {}
 
 
-# The decision table and the question planner rank the same few fact sets again and again
-# (158 rankings for one paste, a third of `triage --json`'s run time): remember them, per
-# causes tuple and fact set.
-_RANKINGS: dict = {}
-_RANKINGS_KEPT = 4096
-
-
-def _facts_key(facts: Mapping[str, Any]) -> tuple | None:
+def _facts_key(facts: Mapping[str, Any]) -> Hashable | None:
+    """A key equal for equal fact sets, None when a value cannot be hashed (a dict, a nested
+    list): the caller then works without its memo."""
+    try:
+        return frozenset(facts.items())  # most fact sets: every value a scalar
+    except TypeError:
+        pass
     try:
         key = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in facts.items()))
         hash(key)
-    except TypeError:  # an unhashable value (a dict, a nested list): rank without the memo
+    except TypeError:
         return None
     return key
 
 
 def rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCause, ...]:
+    """The causes, most likely first (remembered per fact set, see `_rank_causes`)."""
     key = _facts_key(facts)
     if key is None:
         return _rank_causes(kb, facts)
-    return per_object(_RANKINGS, kb.causes, _rank_causes, _RANKINGS_KEPT, kb, facts, key=key)
+    return per_object(_RANKED, kb.causes, _rank_causes, _RANKINGS_KEPT, kb, facts, key=key)
+
+
+_RANKED: dict = {}
 
 
 def _rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCause, ...]:
-    get = facts.get
+    """The causes, most likely first. A ranking depends only on which evidence holds: the
+    decision table and the question planner rank ~100 fact sets for one paste, most of
+    them alike in the evidence they fire, so each ranking is made once per set of holding
+    evidence (the bits of `_EvidenceTable.conditions`)."""
+    table = _evidence_table(kb.causes)
+    holding = table.conditions.holding(facts)
+    ranked = table.rankings.get(holding)
+    if ranked is None:
+        if len(table.rankings) >= _RANKINGS_KEPT:
+            table.forget()
+        ranked = table.rankings[holding] = _ranking(table.causes, holding)
+    return ranked
+
+
+_RANKINGS_KEPT = 4096
+
+
+def _ranking(causes: tuple, holding: int) -> tuple[RankedCause, ...]:
     scored = []
     top = -math.inf
-    for cause, evidence in _evidence_table(kb.causes):
-        score = cause.prior
-        fired = []
-        raised = []
-        for e, tests, order in evidence:
-            if tests is None:
-                holds = condition_holds(e.when, facts)
-            else:
-                holds = True
-                for key, allowed in tests:  # condition_holds' plain test, inlined: the hot loop
-                    if get(key, UNKNOWN) not in allowed:
-                        holds = False
-                        break
-            if not holds:
-                continue
-            fired.append(e)
-            score += e.weight
-            if order is not None:
-                raised.append((order, e.reason))
-        if len(raised) > 1:
-            raised.sort(key=_first)
-        scored.append((cause, score, tuple(reason for _, reason in raised), tuple(fired)))
-        top = max(top, score)
+    for cause, evidence, mask, made in causes:
+        key = holding & mask  # the cause's own evidence that holds: its score and reasons
+        entry = made.get(key)
+        if entry is None:
+            entry = made[key] = _scored(cause, evidence, holding)
+        scored.append(entry)
+        top = max(top, entry[1])
     weights = [math.exp(s - top) for _, s, _, _ in scored]
     total = sum(weights) or 1.0
     ranked = [
@@ -222,6 +226,23 @@ def _rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCau
     return tuple(ranked)
 
 
+def _scored(cause: Cause, evidence: tuple, holding: int) -> tuple:
+    """(cause, score, reasons shown, fired evidence) for the evidence that holds."""
+    score = cause.prior
+    fired = []
+    raised = []
+    for bit, e, order in evidence:
+        if not holding & bit:
+            continue
+        fired.append(e)
+        score += e.weight
+        if order is not None:
+            raised.append((order, e.reason))
+    if len(raised) > 1:
+        raised.sort(key=_first)
+    return cause, score, tuple(reason for _, reason in raised), tuple(fired)
+
+
 def _first(item: tuple) -> Any:
     return item[0]
 
@@ -230,21 +251,41 @@ def _most_likely_first(ranked: RankedCause) -> float:
     return -ranked.probability
 
 
-# Each cause's evidence, read once per set of rules: (evidence, its plain tests or None, its
-# place among the reasons shown or None). Only evidence with a reason and a positive weight
-# is shown as a reason: a strong reason tied to what this user said or pasted comes before
-# the generic one for the family; a weak hint (a nudge under 1 in log-odds) does not.
+class _EvidenceTable:
+    """Every cause's evidence, read once per set of rules: `conditions` reads all their
+    `when`s at once, `causes` holds (cause, ((bit, evidence, its place among the reasons
+    shown or None), ...), its bits, its scores by holding bits), `rankings` the rankings
+    made so far by holding bits. Only
+    evidence with a reason and a positive weight is shown as a reason: a strong reason
+    tied to what this user said or pasted comes before the generic one for the family; a
+    weak hint (a nudge under 1 in log-odds) does not."""
+
+    def __init__(self, causes: tuple[Cause, ...]):
+        every = [e for cause in causes for e in cause.evidence]
+        self.conditions = ConditionTable([e.when for e in every])
+        bits = iter(range(len(every)))
+        rows = [
+            (cause, tuple((1 << next(bits), e, _reason_order(e)) for e in cause.evidence))
+            for cause in causes
+        ]
+        # + the bits of the cause's evidence, and its scores made so far by those bits
+        self.causes = tuple(
+            (cause, evidence, sum(bit for bit, _, _ in evidence), {}) for cause, evidence in rows
+        )
+        self.rankings: dict[int, tuple[RankedCause, ...]] = {}
+
+    def forget(self) -> None:
+        """Start the remembered rankings and scores over (a store grown past its bound)."""
+        self.rankings.clear()
+        for _, _, _, made in self.causes:
+            made.clear()
+
+
 _TABLES: dict = {}
 
 
-def _evidence_table(causes: tuple[Cause, ...]) -> tuple:
-    def make() -> tuple:
-        return tuple(
-            (cause, tuple((e, plain_tests(e.when), _reason_order(e)) for e in cause.evidence))
-            for cause in causes
-        )
-
-    return per_object(_TABLES, causes, make, 64)
+def _evidence_table(causes: tuple[Cause, ...]) -> _EvidenceTable:
+    return per_object(_TABLES, causes, _EvidenceTable, 64, causes)
 
 
 def _reason_order(e: Evidence) -> tuple[bool, float] | None:
@@ -782,15 +823,17 @@ def _rows(
 
 def _advice(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedFix, ...]:
     """The advice for these facts; remembered, since the table revisits the same answers."""
-    key = (id(kb), tuple(sorted((k, repr(v)) for k, v in facts.items())))
-    if key not in _ADVICE_CACHE:
-        if len(_ADVICE_CACHE) > 4096:
-            _ADVICE_CACHE.clear()
-        _ADVICE_CACHE[key] = plan_fixes(kb, rank_causes(kb, facts), facts)[0]
-    return _ADVICE_CACHE[key]
+    key = _facts_key(facts)
+    if key is None:
+        return _plan_advice(kb, facts)
+    return per_object(_ADVICE, kb, _plan_advice, _RANKINGS_KEPT, kb, facts, key=key)
 
 
-_ADVICE_CACHE: dict[tuple, tuple[RankedFix, ...]] = {}
+def _plan_advice(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedFix, ...]:
+    return plan_fixes(kb, rank_causes(kb, facts), facts)[0]
+
+
+_ADVICE: dict = {}
 
 
 def cause_rows(

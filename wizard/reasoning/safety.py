@@ -15,6 +15,7 @@ safety rule").
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 
 from ..common.memo import per_object
 from ..common.record import record
@@ -110,7 +111,25 @@ def plausible_causes(ranked: tuple, facts: Mapping[str, Any], settings: Mapping[
     message keeps every cause it supports: no probability floor can drop a real cause
     before the user has said anything), or its probability reaches `plausible_floor`, or
     strong evidence (`specific_weight`) about more than the error family points at it.
+
+    It reads only the ranking and the settings: the engine's rankings are remembered (the
+    same tuple for the same evidence), so the answer is remembered per ranking for the
+    engine's read-only settings.
     """
+    if type(settings) is not MappingProxyType:  # a caller's dict may change: not remembered
+        return _plausible(ranked, settings)
+    entry = _PLAUSIBLE.get(id(ranked))
+    if entry is None or entry[0] is not ranked or entry[1] is not settings:
+        if len(_PLAUSIBLE) >= 4096:
+            _PLAUSIBLE.clear()
+        entry = _PLAUSIBLE[id(ranked)] = (ranked, settings, _plausible(ranked, settings))
+    return entry[2]
+
+
+_PLAUSIBLE: dict = {}  # id(ranking) -> (ranking, settings, the plausible causes)
+
+
+def _plausible(ranked: tuple, settings: Mapping[str, Any]) -> tuple:
     rule_out = settings["rule_out_weight"]
     strong = settings["specific_weight"]
     candidates: list[tuple] = []
