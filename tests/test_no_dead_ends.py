@@ -81,16 +81,6 @@ FAMILIES = [f.id for f in KB.families if f.positive]
 # The dead ends left, each for a reason the rules cannot answer yet. The test fails on any
 # other dead end, and on one of these once it leads somewhere (then delete it here).
 KNOWN_GAPS = {
-    # two backward() calls on one forward AND a branch: each cause's fix fails for the other
-    # (the flag fails with the shared forward; summing the losses leaves the branch): no fix
-    # for the two together is measured
-    "collective_timeout": [
-        {
-            "step_pattern": ["backward_many"],
-            "conditional_modules": ["steps", "ranks"],
-            "backward_layout": ["shared"],
-        },
-    ],
     # LlamaFactory's own message: doing as it says (the option off for LoRA) is not measured
     "llamafactory_ddp_flag": [{}],
 }

@@ -47,6 +47,10 @@ BRIDGE = {
     "sum_losses_single_backward": Bridge(
         ("sum_losses_single_backward",), ("loss = loss1 + loss2", "loss.backward()")
     ),
+    "sum_losses_with_flag": Bridge(
+        ("sum_losses_single_backward+find_unused_parameters",),
+        ("loss = loss1 + loss2", "loss.backward()", "find_unused_parameters=True"),
+    ),
     # the snippet: the first forward AND backward inside no_sync(), the last ones outside
     "no_sync_first_backward": Bridge(("no_sync_first_backward",), ("with model.no_sync():",)),
     "zero_weight_aux_loss": Bridge(("zero_weight_aux_loss",), ("0.0 *",)),

@@ -238,6 +238,20 @@ class FeatureThenOutput(nn.Module):
         return feat_logit, self.out(torch.relu(self.tail(h)))
 
 
+class FeatureThenOutputBranchy(FeatureThenOutput):
+    """The seed's model with a branch: `extra` joins the output only when the caller says so."""
+
+    def __init__(self, fixes):
+        super().__init__(fixes)
+        self.extra = nn.Linear(HID, OUT)
+
+    def forward(self, x, use_extra: bool):
+        h = torch.relu(self.stem(x))
+        feat_logit = h.mean(dim=1, keepdim=True)
+        out = self.out(torch.relu(self.tail(h)))
+        return feat_logit, (out + self.extra(h) if use_extra else out)
+
+
 class FeatureHeadThenOutput(nn.Module):
     """Variant: loss1 goes through its own small head that loss2 never reaches."""
 
@@ -592,6 +606,29 @@ def step_two_backward_retain_graph(model, batch, step, rank, fixes, scale):
     return loss1.item() + loss2.item()
 
 
+def _two_backward_branch(model, batch, fixes, scale, use_extra: bool):
+    """Two backward calls on one forward AND a branch; the fix sums the losses into one
+    backward (the flag, a DDP keyword, comes from the constructor)."""
+    x, y = batch
+    feat_logit, out = model(x, use_extra=use_extra)
+    loss1 = _adv_loss(feat_logit)
+    loss2 = F.mse_loss(out, y)
+    if SUM_LOSSES in fixes:
+        ((loss1 + loss2) * scale).backward()  # fix: one backward over the sum
+        return loss1.item() + loss2.item()
+    (loss1 * scale).backward(retain_graph=True)
+    (loss2 * scale).backward()
+    return loss1.item() + loss2.item()
+
+
+def step_two_backward_branch_steps(model, batch, step, rank, fixes, scale):
+    return _two_backward_branch(model, batch, fixes, scale, use_extra=step % 2 == 0)
+
+
+def step_two_backward_branch_ranks(model, batch, step, rank, fixes, scale):
+    return _two_backward_branch(model, batch, fixes, scale, use_extra=rank == 0)
+
+
 def _no_sync_snippet(model, x, y, scale):
     """fixes.yaml `no_sync_first_backward`, line for line: the first forward AND backward
     inside `model.no_sync()`, the last forward and backward outside."""
@@ -865,8 +902,23 @@ def _scenarios() -> dict[str, Scenario]:
                 NO_SYNC_BACKWARD_ONLY,
                 ZERO_WEIGHT_AUX,
                 f"{ZERO_WEIGHT_AUX}+{STATIC_GRAPH}",
+                f"{SUM_LOSSES}+{FIND_UNUSED}",
             ),
             description="one forward, backward(loss1, retain_graph=True), backward(loss2)",
+        ),
+        Scenario(
+            "two_backward_branch_steps",
+            FeatureThenOutputBranchy,
+            step_two_backward_branch_steps,
+            fixes_to_measure=("", FIND_UNUSED, SUM_LOSSES, f"{SUM_LOSSES}+{FIND_UNUSED}"),
+            description="two_backward_retain_graph with a branch taken on even steps",
+        ),
+        Scenario(
+            "two_backward_branch_ranks",
+            FeatureThenOutputBranchy,
+            step_two_backward_branch_ranks,
+            fixes_to_measure=("", FIND_UNUSED, SUM_LOSSES, f"{SUM_LOSSES}+{FIND_UNUSED}"),
+            description="two_backward_retain_graph with a branch taken on rank 0 only",
         ),
         Scenario(
             "branch_some_steps",
