@@ -755,7 +755,8 @@ def drive_session(pexpect, script: Path, paste: str, answers: dict, questions: d
             asked.append(key)
             answer = answers.get(key, answers.get(qid, "unsure"))
             position = options.index(answer) if answer in options else options.index("unsure")
-            child.send("\x1b[B" * position + "\r")
+            # no option is chosen until an arrow key moves onto one: the first Down is option 1
+            child.send("\x1b[B" * (position + 1) + "\r")
     finally:
         child.sendcontrol("c")
         child.close(force=True)

@@ -27,7 +27,7 @@ from ddp_doctor.reasoning import engine
 
 KB = load()
 TESTS = Path(__file__).parent
-DEPTH = 4  # answers walked per path: more than a truthful user needs (bench/RIGHT_FIX.md)
+DEPTH = 5  # answers walked per path: more than a truthful user needs (bench/RIGHT_FIX.md)
 
 
 def _paste(family_id: str):
@@ -64,6 +64,9 @@ def _walk(triage, facts: dict, answers: dict, depth: int, dead: list) -> int:
         return 1
     modules = triage.unused_modules if triage else ()
     asked = engine.next_question(KB, facts, answers.keys(), modules, len(answers))
+    # the interview may be over while the report still names a deciding question: a user
+    # who answers it must be led somewhere too
+    asked = asked or diagnosis.splitting_question
     if asked is None:
         return 1
     walked = 1
@@ -83,43 +86,40 @@ KNOWN_GAPS = {
     # for the two together is measured
     "collective_timeout": [
         {
-            "step_pattern": "backward_many",
-            "conditional_modules": "steps",
-            "backward_layout": "shared",
-        },
-        {
-            "step_pattern": "backward_many",
-            "conditional_modules": "ranks",
-            "backward_layout": "shared",
+            "step_pattern": ["backward_many"],
+            "conditional_modules": ["steps", "ranks"],
+            "backward_layout": ["shared"],
         },
     ],
-    # Paddle's own DDP, where a changed framework default stays in play: a job that broke
-    # after an upgrade (or may have) AND uses checkpointing of an unknown kind. The flag fails
-    # with reentrant checkpointing and non-reentrant checkpointing is not measured for a
-    # changed default, so no fix is proven for the two together
+    # A framework default changed (or may have) AND checkpointing of the reentrant or an unknown
+    # kind that is not the whole story (the error stays without it, or the user cannot tell):
+    # turning the flag back on fails with reentrant checkpointing (measured), and the two
+    # changes together (non-reentrant checkpointing and the flag) are not measured as one fix
     "paddle_unused_parameters": [
         {
-            "step_pattern": "checkpointing",
-            "module_never_called": "unsure",
-            "gradient_checkpointing": "unknown_kind",
-            "worked_before_change": "yes",
+            "worked_before_change": ["yes"],
+            "gradient_checkpointing": ["reentrant", "unknown_kind"],
+            "error_without_checkpointing": ["no", "unsure"],
         },
+    ],
+    "unfinished_reduction": [
         {
-            "step_pattern": "unsure",
-            "module_never_called": "no",
-            "gradient_checkpointing": "unknown_kind",
-            "worked_before_change": "yes",
-        },
-        {
-            "step_pattern": "unsure",
-            "module_never_called": "unsure",
-            "gradient_checkpointing": "unknown_kind",
-            "worked_before_change": "yes",
+            "worked_before_change": ["yes"],
+            "gradient_checkpointing": ["reentrant", "unknown_kind"],
+            "error_without_checkpointing": ["no", "unsure"],
         },
     ],
     # LlamaFactory's own message: doing as it says (the option off for LoRA) is not measured
     "llamafactory_ddp_flag": [{}],
 }
+
+
+def _explains(gap: dict, answers: dict) -> bool:
+    """A known gap explains a dead end whose answers include one of each of its values (an
+    empty gap: the bare paste itself)."""
+    if not gap:
+        return not answers
+    return all(answers.get(question) in values for question, values in gap.items())
 
 
 @pytest.mark.parametrize("family_id", FAMILIES)
@@ -128,10 +128,14 @@ def test_every_answer_path_leads_somewhere(family_id: str):
     assert triage.findings, f"{family_id}: its first example is not recognised"
     dead: list = []
     walked = _walk(triage, dict(triage.facts), {}, DEPTH, dead)
-    found = [answers for answers, _ in dead]
-    assert found == KNOWN_GAPS.get(family_id, []), (
-        f"{family_id}: {len(dead)} of {walked} reports lead nowhere: {dead[:4]}"
+    gaps = KNOWN_GAPS.get(family_id, [])
+    unexplained = [(a, p) for a, p in dead if not any(_explains(g, a) for g in gaps)]
+    assert not unexplained, (
+        f"{family_id}: {len(unexplained)} of {walked} reports lead nowhere: {unexplained[:4]}"
     )
+    # a gap that no path meets any more is fixed: delete it from KNOWN_GAPS
+    fixed = [g for g in gaps if not any(_explains(g, a) for a, _ in dead)]
+    assert not fixed, f"{family_id}: these known gaps lead somewhere now: {fixed}"
 
 
 def test_without_a_paste_every_answer_path_leads_somewhere():
@@ -140,7 +144,11 @@ def test_without_a_paste_every_answer_path_leads_somewhere():
     dead: list = []
     walked = _walk(None, facts, {}, DEPTH, dead)
     assert walked > 10
-    assert not dead, f"{len(dead)} of {walked} reports lead nowhere, e.g. {dead[:3]}"
+    gaps = KNOWN_GAPS.get(facts["family"], [])
+    unexplained = [(a, p) for a, p in dead if not any(_explains(g, a) for g in gaps)]
+    assert not unexplained, (
+        f"{len(unexplained)} of {walked} reports lead nowhere: {unexplained[:3]}"
+    )
 
 
 def test_a_dead_end_is_recognised():

@@ -70,8 +70,26 @@ def test_none_of_these_is_followed_by_questions_that_reach_a_fix(tmp_path):
 
 
 def test_checkpointing_of_an_unknown_kind_gets_non_reentrant(tmp_path):
-    """Case 5: "gradient checkpointing is on" keeps the question about its kind open, and
-    "I don't know which kind" still ends in `use_reentrant=False`."""
+    """Case 5: "gradient checkpointing is on" is followed by the one check that tells
+    whether it is the cause (the error without it); "it goes away" ends in
+    `use_reentrant=False` at once, whatever the kind."""
+    paste = REAL / "unused_module__nodebug__spawn.txt"
+    truth = {
+        "gradient_checkpointing": "unknown_kind",
+        "error_without_checkpointing": "yes",
+        "module_never_called": "no",
+        "framework": "pytorch",
+    }
+    doc, asked = truthful(tmp_path, {"step_pattern": "checkpointing"}, truth, paste)
+    assert asked == ["error_without_checkpointing"], asked
+    assert advised(doc)[:1] == ["checkpoint_non_reentrant"], (asked, doc["plausible_causes"])
+    assert "find_unused_parameters" not in advised(doc)
+
+
+def test_checkpointing_user_who_cannot_check_still_gets_non_reentrant(tmp_path):
+    """The same user without a run to spare ("I don't know" to the check) is led there by
+    ruling the other causes out, and never to the flag, which fails with reentrant
+    checkpointing."""
     paste = REAL / "unused_module__nodebug__spawn.txt"
     truth = {
         "gradient_checkpointing": "unknown_kind",
@@ -79,7 +97,7 @@ def test_checkpointing_of_an_unknown_kind_gets_non_reentrant(tmp_path):
         "framework": "pytorch",
     }
     doc, asked = truthful(tmp_path, {"step_pattern": "checkpointing"}, truth, paste)
-    assert len(asked) <= 2, asked
+    assert len(asked) <= 4, asked
     assert advised(doc)[:1] == ["checkpoint_non_reentrant"], (asked, doc["plausible_causes"])
     assert "find_unused_parameters" not in advised(doc)
 

@@ -102,10 +102,10 @@ def test_english_path_without_a_paste_describe_answer_save(tmp_path):
         ENTER  # no paste
         + "my loss only uses the first output of forward"
         + ENTER
-        # an ignored output may be a task head whose loss is left out, or a loss built from
-        # tensors forward does not return: both asked before any fix
+        # an ignored output may be a task head whose loss is left out: asked before any fix;
+        # then "return what the loss uses" is proven for an ignored output and for a loss
+        # built from tensors forward does not return alike, so that is not asked
         + choose(option_index("multitask", "no"))
-        + choose(option_index("loss_uses_hidden_tensors", "no"))
         + choose(option_index("framework", "lightning"))
         + "y"  # the full report
         + "y"  # save
@@ -121,7 +121,6 @@ def test_english_path_without_a_paste_describe_answer_save(tmp_path):
         {
             "forward_unused_outputs": True,
             "multitask": False,
-            "loss_uses_hidden_tensors": False,
             "framework": "lightning",
         },
         "en",
@@ -136,7 +135,6 @@ def test_english_path_without_a_paste_describe_answer_save(tmp_path):
     assert answers == {
         "forward_unused_outputs": "yes",
         "multitask": "no",
-        "loss_uses_hidden_tensors": "no",
         "framework": "lightning",
     }
     command = next(line.strip() for line in screen.splitlines() if "--answers" in line)

@@ -748,6 +748,9 @@ def _scenarios() -> dict[str, Scenario]:
                 FREEZE_BEFORE_WRAPPING,
                 ZERO_WEIGHT_AUX,
                 f"{ZERO_WEIGHT_AUX}+{FIND_UNUSED}",
+                # forward returns a plain tensor and the loss uses only it: the fix's first
+                # part is what this code already does, its second the flag
+                f"{LOSS_FROM_OUTPUTS}+{FIND_UNUSED}",
             ),
             description="a registered submodule never called in forward",
         ),
@@ -763,6 +766,9 @@ def _scenarios() -> dict[str, Scenario]:
                 DROP_UNUSED_OUTPUTS,
                 f"{DROP_UNUSED_OUTPUTS}+{FIND_UNUSED}",
                 f"{ZERO_WEIGHT_AUX}+{STATIC_GRAPH}",
+                # forward already returns plain tensors and the loss uses only returned
+                # values: the fix's first part is what this code already does, its second the flag
+                f"{LOSS_FROM_OUTPUTS}+{FIND_UNUSED}",
             ),
             description="forward returns (main, aux); the loss uses only main",
         ),
@@ -1020,6 +1026,7 @@ def _scenarios() -> dict[str, Scenario]:
                 f"{ZERO_WEIGHT_AUX}+{FIND_UNUSED}",
                 REMOVE_UNUSED_MODULE,
                 FREEZE_BEFORE_WRAPPING,
+                f"{LOSS_FROM_OUTPUTS}+{FIND_UNUSED}",  # as in unused_module
             ),
             description="unused_module trained with AdamW (weight decay); zero term as a parameter sum",
         ),
@@ -1042,6 +1049,7 @@ def _scenarios() -> dict[str, Scenario]:
                 FIND_UNUSED,
                 ZERO_WEIGHT_AUX,
                 f"{ZERO_WEIGHT_AUX}+{FIND_UNUSED}",
+                f"{LOSS_FROM_OUTPUTS}+{FIND_UNUSED}",  # as in unused_forward_output
             ),
             description="unused_forward_output with AdamW; zero term on the ignored output",
         ),

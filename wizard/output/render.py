@@ -231,7 +231,7 @@ def _answer_clause(kb: KnowledgeBase, answered, lang: str) -> str:
     if short is None:
         question = question_text(answered.asked, lang)
         return tr(kb, "conditional_answer", lang, question=question, answer=answer)
-    label = fill_quietly(short.get(lang), answered.asked.fields)
+    label = fill_quietly(short.get(lang), prose_fields(answered.asked.fields))
     return tr(kb, "conditional_answer_short", lang, short=label, answer=answer)
 
 
@@ -261,7 +261,7 @@ def conditional_view(
     if len(row.answers) > 1:
         second = row.answers[1].asked
         short = second.question.short or second.question.text
-        then = fill_quietly(short.get(lang), second.fields)
+        then = fill_quietly(short.get(lang), prose_fields(second.fields))
     return ConditionalView(
         fix=view,
         condition=condition,
@@ -569,7 +569,7 @@ def conditional_code(report: Report) -> tuple[list[FixView], list[ConditionalVie
     """The code to print under the decision table: each fix once, the likeliest first, at
     most SHOWN_CONDITIONAL_CODE of them; and the rows of the others (the terminal's short
     report names the one command that asks the deciding question: `_interview_command`)."""
-    rows = sorted(report.conditional, key=lambda row: -row.score)
+    rows = [view for _, view in sorted(enumerate(report.conditional), key=_likeliest(report))]
     shown: dict[str, FixView] = {}
     others: dict[str, ConditionalView] = {}
     for row in rows:
@@ -580,6 +580,21 @@ def conditional_code(report: Report) -> tuple[list[FixView], list[ConditionalVie
         else:
             others[row.fix.id] = row
     return list(shown.values()), list(others.values())
+
+
+def _likeliest(report: Report):
+    """Sort key for the table's rows: how likely the causes its fix is for are now (a row
+    for a cause nobody has pointed at yet comes last, however sure its fix is once its
+    condition holds), then the fix's own score."""
+    probability = {c.id: c.probability for c in report.diagnosis.causes}
+    engine_rows = report.diagnosis.conditional
+
+    def key(item: tuple[int, ConditionalView]) -> tuple[float, float]:
+        index, view = item
+        causes = engine_rows[index].fix.for_causes if index < len(engine_rows) else ()
+        return (-sum(probability.get(c, 0.0) for c in causes), -view.score)
+
+    return key
 
 
 def conditional_sentences(kb: KnowledgeBase, report: Report) -> list[str]:

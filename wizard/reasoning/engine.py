@@ -499,6 +499,10 @@ def _next_question(
 # What an answer that leaves no fix is assumed to cost beyond the lookahead: at least one more
 # question, and often more (a question that only narrows the causes).
 _BEYOND_LOOKAHEAD = 2.0
+# Expected costs closer than this are a tie, won by the question tried first (the one whose
+# single answer most often ends in advice): the likelihoods behind them are rough, and the
+# more direct question is the easier one to answer
+_NEAR_TIE = 0.05
 
 
 def question_toward_a_fix(
@@ -543,7 +547,7 @@ def question_toward_a_fix(
                 cost += p * (1.0 + _best_next_cost(kb, answered_facts, candidates, asked))
             if cost >= best_cost - 1e-9:
                 break
-        if cost < best_cost - 1e-9:
+        if cost < best_cost - _NEAR_TIE:
             best_cost, best = cost, asked
     return best
 
