@@ -90,9 +90,13 @@ def read_both(kb, text: str, exclude: bool):
     would be no test)."""
     from ddp_doctor.reading import retrieve
     from ddp_doctor.reading.understand import understand
+    from ddp_doctor.talk.readers import asked_sentence, read_post
 
     index, _ = retrieve.index_for(kb)
-    return understand(kb, text), retrieve.nearest(index, text, exclude=text if exclude else None)
+    # as `ask` reads it: a post's asking sentence that names a fix, else its prose, else all
+    post, asking = read_post(kb, text)
+    read = asked_sentence(kb, post, asking) or (post.prose if post.log and post.prose else text)
+    return understand(kb, read), retrieve.nearest(index, read, exclude=text if exclude else None)
 
 
 def prepare(kb, sentences, questions) -> dict:
