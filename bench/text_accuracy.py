@@ -2,6 +2,7 @@
 
     python bench/text_accuracy.py            # prints the tables
     python bench/text_accuracy.py --write    # bench/TEXT.md's tables (its batch sections kept)
+    python bench/text_accuracy.py --posts    # many-part posts made of corpus items
 
 Sentences and questions are tests/fixtures/sentences/*.yaml (real user prose, with the source
 thread). A sentence counts when the cause its thread settled is the engine's first (top-1) or
@@ -83,16 +84,23 @@ def measure(kb, sentences, questions) -> dict:
 # ---------------------------------------------------------------------------- both readers
 
 
-def read_both(kb, text: str, exclude: bool):
+def read_both(kb, text: str, exclude: bool | str, whole: bool = False):
     """Both readers' raw readings of `text`: the lexicon's (wizard/reading/understand.py) and the
     nearest examples of rules/examples.yaml (wizard/reading/retrieve.py). `exclude`: leave the
     text's own copy out of the examples (a `dev` item is one of them; measuring it against itself
-    would be no test)."""
+    would be no test), or the copy of the text given. `whole`: read all of it, not only the
+    question `ask` finds in a post (how it was read before 2026-12-04)."""
     from ddp_doctor.reading import retrieve
     from ddp_doctor.reading.understand import understand
+    from ddp_doctor.talk.readers import asked_sentence, read_post
 
     index, _ = retrieve.index_for(kb)
-    return understand(kb, text), retrieve.nearest(index, text, exclude=text if exclude else None)
+    # as `ask` reads it: a post's asking sentence that names a fix, else its prose, else all
+    post, asking = read_post(kb, text)
+    read = None if whole else asked_sentence(kb, post, asking)
+    read = read or (post.prose if post.log and post.prose else text)
+    left_out = exclude if isinstance(exclude, str) else text if exclude else None
+    return understand(kb, read), retrieve.nearest(index, read, exclude=left_out)
 
 
 def prepare(kb, sentences, questions) -> dict:
@@ -302,6 +310,71 @@ def measure_batch(kb, path: Path) -> dict:
     return out
 
 
+POSTS_PER_QUESTION = 3
+
+
+def measure_posts(kb, sentences, questions) -> dict:
+    """Many-part posts made of corpus items: each question with three descriptions of its split
+    and language (chosen by a hash), the description first or the question first. Per (order,
+    language, split): right entry, aspect and among the choices, with the post read whole (as
+    before 2026-12-04) and as `ask` reads it (the asking sentence that names a fix). A `dev`
+    question's own copy is left out of the examples; a description's copy is a cause example
+    and gives no fix or aspect."""
+    from ddp_doctor.reading import retrieve
+
+    calibration = retrieve.index_for(kb)[1]
+    out: dict = defaultdict(lambda: defaultdict(int))
+    for item in questions:
+        split = item.get("split") or split_for(item["source"], item["text"])
+        pool = [s for s in sentences if s["split"] == split and s["lang"] == item["lang"]]
+        pool.sort(key=lambda s: hashlib.sha1((item["text"] + s["text"]).encode()).hexdigest())
+        stop = "。" if item["lang"] == "zh" else ". "
+        for story in pool[:POSTS_PER_QUESTION]:
+            told = story["text"].strip().rstrip(".。") + stop
+            asked = item["text"].strip()
+            for order, text in (
+                ("story first", told + asked),
+                ("question first", asked + " " + told),
+            ):
+                for how in ("whole", "ask"):
+                    exclude = item["text"] if split == "dev" else False
+                    understood, near = read_both(kb, text, exclude, whole=how == "whole")
+                    got = retrieve.decide(understood, near, calibration)
+                    intent = got.understood.intent
+                    entry = intent is not None and item["fix"] in intent.fixes
+                    aspect = entry and intent.aspect == item["aspect"]
+                    shown = [(c.fix, c.aspect) for c in got.candidates]
+                    row = out[(order, item["lang"], split, how)]
+                    row["n"] += 1
+                    row["entry"] += entry
+                    row["aspect"] += aspect
+                    row["among"] += aspect or (item["fix"], item["aspect"]) in shown
+    return out
+
+
+def report_posts(result) -> str:
+    lines = [
+        "| post | lang | split | n | right entry: whole → ask | right aspect: whole → ask "
+        "| right among the choices: whole → ask |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for order in ("story first", "question first"):
+        for lang in ("en", "zh"):
+            for split in ("dev", "held_out"):
+                before, after = (
+                    result[(order, lang, split, "whole")],
+                    result[(order, lang, split, "ask")],
+                )
+                if not before["n"]:
+                    continue
+                cells = " | ".join(
+                    f"{_pct(before[m], before['n'])} → {_pct(after[m], after['n'])}"
+                    for m in ("entry", "aspect", "among")
+                )
+                lines.append(f"| {order} | {lang} | {split} | {before['n']} | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
 def report_batch(result) -> str:
     lines = [
         "| batch questions | n | right entry: lexicon → both | right aspect: lexicon → both "
@@ -449,6 +522,9 @@ def main() -> int:
         sys.stdout.write(report_batch(measure_batch(kb, path)))
         return 0
     sentences, questions = load_corpus()
+    if "--posts" in sys.argv:  # many-part posts made of corpus items (measure_posts)
+        sys.stdout.write(report_posts(measure_posts(kb, sentences, questions)))
+        return 0
     result = measure(kb, sentences, questions)
     if "--write" in sys.argv:  # bench/TEXT.md: its tables, keeping the hand-written sections
         write_text_md(generated_markdown(kb, sentences, questions, result))

@@ -176,6 +176,50 @@ def test_several_questions_get_several_answers():
     assert "Question 1" in text and "Question 2" in text
 
 
+def test_a_posts_question_is_answered_apart_from_its_story():
+    """The story after (or before) a question names other fixes and tells facts: the question
+    is read alone ("what does it cost?" about the flag it names), the story's facts kept."""
+    post = (
+        "What does find_unused_parameters=True cost? I freeze the backbone with "
+        "requires_grad=False after wrapping the model in DDP"
+    )
+    data = json.loads(ask(post, "--json").out)
+    assert data["kind"] == "answer"
+    assert (data["fixes"], data["aspect"]) == (["find_unused_parameters"], "cost")
+    assert data["candidates"] == []
+    told = "I use PyTorch Lightning with two optimizers. How do I set find_unused_parameters?"
+    data = json.loads(ask(told, "--json").out)
+    assert (data["fixes"], data["aspect"], data["framework"]) == (
+        ["find_unused_parameters"],
+        "framework",
+        "lightning",
+    )
+
+
+def test_the_questions_after_the_one_naming_a_fix_go_on_asking_about_it():
+    from ddp_doctor.talk.readers import asked_sentence, read_post
+
+    post, asking = read_post(KB, "Can I turn off static_graph? How much faster would it be? Thanks")
+    assert asked_sentence(KB, post, asking) == (
+        "Can I turn off static_graph? How much faster would it be?"
+    )
+    post, asking = read_post(KB, "I use DDP. Is static_graph=True safe? What does no_sync do?")
+    assert asked_sentence(KB, post, asking) == "Is static_graph=True safe?"
+    assert asked_sentence(KB, *read_post(KB, "Is static_graph=True safe?")) is None
+
+
+def test_a_place_left_among_the_choices_goes_to_the_nearest_reading():
+    """A named fix with an unclear aspect: its two likeliest aspects, then the nearest
+    (fix, aspect) reading of the examples as a third choice."""
+    from ddp_doctor.talk.readers import read_question
+
+    offered = [
+        (c.fix, c.aspect) for c in read_question(KB, "I wonder about static_graph").candidates
+    ]
+    assert len(offered) == 3 and len(set(offered)) == 3
+    assert offered[0][0] == "static_graph"
+
+
 def test_a_post_of_a_thousand_questions_gets_a_few_answers():
     """A pasted wall of questions is a post, not a batch job: the first ones are answered
     (at most five), in one JSON document."""

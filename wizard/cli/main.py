@@ -277,7 +277,12 @@ def cmd_ask(kb, args, lang: str) -> int:
     found_error = bool(result and result.findings)
     if not found_error and _answer_several(kb, post, asking, lang, fmt):
         return ExitCode.OK
-    got = reading.read_question(kb, text)  # the lexicon and the nearest examples
+    # the lexicon and the nearest examples: a quoted error is diagnosed from all the prose
+    # says; else the post's question is read apart from the story around it (read_asked)
+    if found_error:
+        got = reading.read_question(kb, text)
+    else:
+        got = reading.read_asked(kb, args.text, post, asking)
     understood = got.understood
     answer = None if found_error else ask.build_answer(kb, understood, lang)
     if answer is not None:

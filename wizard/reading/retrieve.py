@@ -268,6 +268,9 @@ class Nearest:
     aspects: tuple[tuple[str, float], ...]  # per aspect (fix questions and generic phrasings)
     causes: tuple[tuple[str, float], ...]
     families: tuple[tuple[str, float], ...]
+    # per (fix, aspect) of the fix questions, as written (with the option names): the nearest
+    # readings themselves, not a fix and an aspect ranked apart
+    pairs: tuple[tuple[tuple[str, str], float], ...] = ()
 
     def top(self, which: str) -> tuple[str | None, float, float]:
         """The best id of `which`, its similarity and its margin over the second."""
@@ -292,6 +295,13 @@ def nearest(indexes: Indexes, text: str, exclude: str | None = None) -> Nearest:
         aspects=tuple(best_by(indexes.asked, asked, lambda label: label.aspect)),
         causes=tuple(best_by(indexes.whole, scores, of("cause"))),
         families=tuple(best_by(indexes.whole, scores, of("family"))),
+        pairs=tuple(
+            best_by(
+                indexes.whole,
+                scores,
+                lambda label: (label.id, label.aspect) if label.kind == "question" else None,
+            )
+        ),
     )
 
 
@@ -392,7 +402,18 @@ def _candidates(near: Nearest, fixes, aspect, fix_from, calibration) -> tuple[Ch
     ]
     first = [c for c in pairs if fixes and (c.fix, c.aspect) == (fixes[0], aspect)]
     rest = sorted((c for c in pairs if c not in first), key=lambda c: -c.score)
-    chosen = (first + rest)[: int(calibration.get("choices", 3))]
+    wanted = int(calibration.get("choices", 3))
+    chosen = (first + rest)[:wanted]
+    if len(chosen) > 1:
+        # a place left (the fix is clear, two aspects offered): the nearest (fix, aspect)
+        # reading not offered yet, its examples matched as a whole rather than the fix and the
+        # aspect ranked apart (it never takes the place of one, nor makes a clear reading
+        # offer choices)
+        offered = {(c.fix, c.aspect) for c in chosen}
+        extra = [
+            Choice(f, a, round(score, 4)) for (f, a), score in near.pairs if (f, a) not in offered
+        ]
+        chosen += extra[: wanted - len(chosen)]
     return tuple(chosen) if len(chosen) > 1 else ()
 
 

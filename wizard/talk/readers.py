@@ -38,6 +38,68 @@ def read_post(kb, text: str) -> tuple[Post, list[str]]:
     return post, asking
 
 
+def asked_sentence(kb, post: Post, asking: list[str]) -> str | None:
+    """What to answer in a post that asks one question: the first asking sentence that names
+    a fix (the lexicon's reading), those ending in a question mark first, with the asking
+    sentences right after it that name no other fix; None for a one-sentence text or when no
+    asking sentence names a fix (then the whole prose is read, as before)."""
+    from ..reading.understand import understand
+
+    if len(post.sentences) < 2:
+        return None
+
+    def fixes_named(sentence: str) -> tuple[str, ...]:
+        intent = understand(kb, sentence).intent
+        return intent.fixes if intent is not None else ()
+
+    marked = [s for s in asking if s.rstrip().endswith(("?", "？"))]
+    for sentence in marked + [s for s in asking if s not in marked]:
+        named = fixes_named(sentence)
+        if not named:
+            continue
+        # the questions right after it that name no other fix go on asking about it: "Can we
+        # disable find_unused_parameters? How will this affect the training speed?"
+        read = [sentence]
+        for after in post.sentences[post.sentences.index(sentence) + 1 :]:
+            if after not in asking or fixes_named(after) not in ((), named):
+                break
+            read.append(after)
+        return " ".join(read)
+    return None
+
+
+def with_context(got, told: Mapping[str, Any]):
+    """`got` (the reading of the asked sentence) with the facts the rest of the post tells (the
+    framework, what is set), bar those the fix asked about implies unless it "still fails":
+    "how do I set find_unused_parameters?" does not say it is set."""
+    from dataclasses import replace
+
+    intent = got.understood.intent
+    implied = (
+        set(intent.on_facts) if intent is not None and intent.aspect != "still_fails" else set()
+    )
+    facts = {k: v for k, v in told.items() if k not in implied}
+    return replace(got, understood=replace(got.understood, facts={**facts, **got.understood.facts}))
+
+
+def read_asked(kb, text: str, post: Post | None = None, asking: list[str] | None = None):
+    """`retrieve.Reread` of a post as `ask` answers it when it asks one question (or several
+    with one answer): the sentence `asked_sentence` picks, read alone, with the facts the rest
+    of the prose tells; else the whole prose, as before. A story around a question ("I read I
+    can pass find_unused_parameters=True. ... Does it make training slower?") otherwise decides
+    what is asked ("still fails", from the story), and a description after the question turns
+    the question into a description."""
+    from ..reading.understand import understand
+
+    if post is None or asking is None:
+        post, asking = read_post(kb, text)
+    prose = post.prose if post.log and post.prose else text
+    sentence = asked_sentence(kb, post, asking)
+    if sentence is None:
+        return read_question(kb, prose)
+    return with_context(read_question(kb, sentence), understand(kb, prose).facts)
+
+
 def several_answers(kb, post: Post, asking: list[str], lang: str, facts=None) -> list[tuple]:
     """(question, Answer, Reread) for each asking sentence that gets an answer, when two or
     more do; else []: one question is read with the whole prose around it, as before.
