@@ -199,6 +199,7 @@ class _Lexicon:
     readings: tuple[_ReadingRule, ...]
     negation: _Words
     not_negation: _Words
+    advice: _Words
     hedge: _Words
     clause_break: _Words
     question: _Words
@@ -256,6 +257,7 @@ def _compile(kb: KnowledgeBase) -> _Lexicon:
         readings=tuple(readings),
         negation=_words(cues.get("negation", [])),
         not_negation=_words(cues.get("not_negation", [])),
+        advice=_words(cues.get("advice", [])),
         hedge=_words(cues.get("hedge", [])),
         clause_break=_words(cues.get("clause_break", [])),
         question=_words(cues.get("question", [])),
@@ -382,6 +384,8 @@ def _read_sentence(lexicon: _Lexicon, doc: _Doc, start: int, end: int, units: _U
                 continue
             span, gap = best
             clause = _clause(lexicon, doc, start, end, span)
+            if _advised(lexicon, doc, clause[0], span[0], units):
+                continue  # "please set X=True" is what someone suggests, not the user's set-up
             negated = _negated(lexicon, doc, clause[0], span[0], units)
             if chosen is None or (chosen[2] and not negated):
                 chosen = (span, gap, negated, clause)
@@ -453,6 +457,15 @@ def _clause(lexicon: _Lexicon, doc: _Doc, start: int, end: int, span) -> tuple[i
         elif begin >= span[1]:
             clause_end = min(clause_end, begin)
     return clause_start, clause_end
+
+
+def _advised(lexicon: _Lexicon, doc: _Doc, clause_start: int, at: int, units: _Units) -> bool:
+    """Advice words ("please", "you should", "建议") within three words before `at`, in the
+    same clause: an error's "Please set find_unused_parameters=True", quoted in a sentence, says
+    what to do, not what the user has done."""
+    return any(
+        units.between(end, at) <= 3.0 for _, end in lexicon.advice.spans(doc, clause_start, at)
+    )
 
 
 def _negated(lexicon: _Lexicon, doc: _Doc, clause_start: int, at: int, units: _Units) -> bool:
