@@ -274,6 +274,7 @@ def sentence_seed(report: dict, questions: dict, truths: dict) -> tuple[dict, li
     for reading in report.get("understood") or []:
         if reading.get("used"):
             facts.update(reading.get("facts") or {})
+    carried = {}  # a fact_answers entry says more than one fact's own question: it wins
     for fact, value in facts.items():
         key = f"{fact}={json.dumps(value)}"
         question = by_fact.get(fact)
@@ -281,10 +282,10 @@ def sentence_seed(report: dict, questions: dict, truths: dict) -> tuple[dict, li
         if answer is not None:
             seed[question["id"]] = answer
         elif key in extra:
-            seed.update(extra[key])
+            carried.update(extra[key])
         else:
             lost.append(key)
-    return seed, lost
+    return {**seed, **carried}, lost
 
 
 @dataclass

@@ -151,3 +151,36 @@ def test_answering_sometimes_for_the_named_module_ends_in_the_flag(tmp_path):
     assert not any(
         r["when"]["facts"].get("conditional_modules") == "none" for r in doc["conditional_fixes"]
     )
+
+
+def test_freezing_that_runs_with_the_flag_gets_the_rebuild_not_the_hooked_features_fix():
+    """Held-out sentence 57: freezing after wrapping "runs normally with
+    find_unused_parameters=True". The flag is no longer read as on-and-still-failing (which
+    pointed at a loss built outside forward's outputs); the user gets the fix that is right
+    whichever way the layers change, freezing before wrapping or rebuilding the wrapper."""
+    sentence = (
+        "I got an error when setting requires_grad=False on a multi-GPU device, "
+        "but it runs normally with find_unused_parameters=True in the config"
+    )
+    result = cli("ask", sentence, "--json", "--lang", "en")
+    assert result.returncode == 0, result.err
+    doc = json.loads(result.out)
+    assert advised(doc)[0] == "freeze_before_wrapping"
+    assert "loss_from_forward_outputs" not in advised(doc)
+    assert doc["facts"]["flag_rescues"] is True
+
+
+def test_the_flag_silencing_the_error_rules_out_a_loss_built_outside_the_outputs(tmp_path):
+    """The interview's "yes, and with it the error is gone": the hooked-features cause (the
+    flag measurably does not rescue it) stops leading, even with a loss from hidden tensors
+    said possible; a user who answered "yes" (still fails) is pointed at it."""
+    paste = REAL / "loss_from_hooked_features__nodebug__spawn.txt"
+    works = report(tmp_path, {"find_unused_enabled": "works"}, paste)
+    fails = report(tmp_path, {"find_unused_enabled": "yes"}, paste)
+
+    def first(doc: dict) -> str:
+        return doc["causes"][0]["id"]
+
+    assert first(fails) == "loss_outside_outputs"
+    assert first(works) != "loss_outside_outputs"
+    assert "loss_from_forward_outputs" not in advised(works)
