@@ -191,6 +191,7 @@ class _ReadingRule:
     window: float
     says: Text
     alternatives: tuple[tuple[str, ...], ...]
+    unless: tuple[str, ...]  # terms that, inside a match, make it about something else
 
 
 @dataclass(frozen=True)
@@ -221,7 +222,8 @@ def _compile(kb: KnowledgeBase) -> _Lexicon:
     readings = []
     for item in raw.get("readings", []):
         alternatives = tuple(tuple(alt) for alt in item["match"])
-        for alt in alternatives:
+        unless = tuple(item.get("unless") or ())
+        for alt in (*alternatives, unless):
             for name in alt:
                 if name not in terms:
                     raise RulesError(
@@ -237,6 +239,7 @@ def _compile(kb: KnowledgeBase) -> _Lexicon:
                 window=float(item.get("window", 4)),
                 says=Text(says["en"], says["zh"]),
                 alternatives=alternatives,
+                unless=unless,
             )
         )
     cues = raw.get("cues", {})
@@ -383,6 +386,8 @@ def _read_sentence(lexicon: _Lexicon, doc: _Doc, start: int, end: int, units: _U
             if best is None:
                 continue
             span, gap = best
+            if _holds_any(hits, rule.unless, span):
+                continue  # "forward twice before a backward": the count is the forward's
             clause = _clause(lexicon, doc, start, end, span)
             if _advised(lexicon, doc, clause[0], span[0], units):
                 continue  # "please set X=True" is what someone suggests, not the user's set-up
@@ -435,6 +440,11 @@ def _closest(alternative, hits, units: _Units, window: float):
                 span = (min(s[0] for s in chosen), max(s[1] for s in chosen))
                 best = (span, gap)
     return best
+
+
+def _holds_any(hits, names: tuple[str, ...], span) -> bool:
+    """Does `span` hold a hit of any of the terms `names`?"""
+    return any(span[0] <= s[0] and s[1] <= span[1] for name in names for s in hits.get(name, ()))
 
 
 def _overlaps(span, chosen) -> bool:
