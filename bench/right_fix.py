@@ -4,6 +4,8 @@
 .venv/bin/python bench/right_fix.py --quick      # real fixtures and interview cases only
 .venv/bin/python bench/right_fix.py --session 4  # also 4 cases through the interactive session
 .venv/bin/python bench/right_fix.py --check      # the truth tables against tests/ddp/measured.json
+.venv/bin/python bench/right_fix.py --sentences tests/fixtures/sentences/fresh_2026-12-04b.yaml
+                                                 # a fresh batch's sentences alone (prints only)
 
 A truthful user is simulated through the public command line only (never the engine's
 functions, so the benchmark keeps working while the engine changes): the first report comes
@@ -144,8 +146,8 @@ def corpus_cases(truths: dict) -> list[Case]:
     return cases
 
 
-def sentence_cases(truths: dict, workdir: str) -> list[Case]:
-    items = yaml.safe_load(SENTENCES.read_text(encoding="utf-8"))["sentences"]
+def sentence_cases(truths: dict, workdir: str, source: Path = SENTENCES) -> list[Case]:
+    items = yaml.safe_load(source.read_text(encoding="utf-8"))["sentences"]
     cases = []
     for number, item in enumerate(items, 1):
         cause = item["cause"]
@@ -837,10 +839,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--misses", action="store_true", help="also print the misses")
     parser.add_argument("--before", default="", help="a file whose text is the 'before' section")
     parser.add_argument("--json", dest="json_out", help="also write the per-case results here")
+    parser.add_argument(
+        "--sentences",
+        metavar="FILE",
+        help="only the sentences of FILE (a fresh batch); prints the table, writes nothing",
+    )
     args = parser.parse_args(argv)
     truths = load_truths()
     if args.check:
         print("\n".join(check_tables(truths)))
+        return 0
+    if args.sentences:
+        with tempfile.TemporaryDirectory(prefix="right-fix-") as workdir:
+            cases = sentence_cases(truths, workdir, Path(args.sentences))
+            outcomes = run_all(cases, truths, workdir)
+            print("\n".join(table_lines(outcomes)))
+            print("\n".join(miss_lines(outcomes)))
         return 0
     with tempfile.TemporaryDirectory(prefix="right-fix-") as workdir:
         cases = quick_cases(truths, workdir) if args.quick else all_cases(truths, workdir)
