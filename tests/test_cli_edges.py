@@ -175,6 +175,15 @@ def test_empty_and_whitespace_only(tmp_path, content):
     assert_clean(done, EXIT_INPUT, f"{log} is empty: nothing to diagnose")
 
 
+@pytest.mark.parametrize("sentence", ["", "   "], ids=["empty", "blank"])
+def test_ask_with_no_sentence_says_what_to_type(sentence):
+    """`ask ""` is a usage error that shows a sentence to type, not "did you mean" readings
+    guessed from nothing."""
+    done = run("ask", sentence, "--lang", "en")
+    assert_clean(done, ExitCode.USAGE, "ask needs a sentence")
+    assert "did you mean" not in done.stdout.lower() and "closest readings" not in done.stdout
+
+
 def test_no_known_error(tmp_path):
     log = tmp_path / "fine.log"
     log.write_text("epoch 1 loss 0.3\nepoch 2 loss 0.2\n")

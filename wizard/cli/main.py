@@ -165,6 +165,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                 )
         if args.command == "ask":
             args.text = " ".join(args.text)
+            if not args.text.strip():  # `ask ""`: nothing to read, not a reading of nothing
+                parser.error(parser.texts("cli_err_ask_empty"))
     if extras:
         message = parser.texts.translate_argparse("unrecognized arguments: %s")
         parser.error(message % " ".join(extras))
