@@ -267,8 +267,8 @@ def truthful(answers: dict, question: dict, unknown: set) -> str:
 
 
 def sentence_seed(report: dict, questions: dict, truths: dict) -> tuple[dict, list[str]]:
-    """A sentence's reading as answers (as a saved session's answers file holds it), and the
-    facts that no answer carries."""
+    """A sentence's reading as the answers that say it (to tell which variants the sentence
+    itself rules out), and the facts that no answer carries."""
     seed, lost = {}, []
     by_fact = {q["fact"]: q for q in questions.values() if q["fact"] and not q["per_module"]}
     extra = truths.get("fact_answers") or {}
@@ -335,9 +335,12 @@ def simulate(case: Case, variant: str, truths: dict, questions: dict, workdir: s
     if case.source == "sentence":
         report = run_cli(["ask", case.text, *paste], workdir)
         if report.get("kind") == "diagnosis":
-            seed, run.lost = sentence_seed(report, questions, truths)
+            read, run.lost = sentence_seed(report, questions, truths)
             deciding = deciding_questions(truths, case)
-            run.excluded = any(seed.get(q, answers[q]) != answers[q] for q in deciding)
+            run.excluded = any(read.get(q, answers[q]) != answers[q] for q in deciding)
+            # the sentence itself goes into the answers file, as a saved session keeps it:
+            # `--answers` reads it again, so every fact it set stays (none is lost)
+            seed, run.lost = {"said": case.text}, []
         else:  # read as a question about a fix, or not understood: the interview starts bare
             run.lost = [f"ask: {report.get('kind') or report.get('status')}"]
             report = run_cli(
@@ -602,10 +605,10 @@ CASES_NOTE = """Cases: corpus pastes with a settled `cause` (tests/fixtures/real
 `split`); every sentence of tests/fixtures/sentences/sentences.yaml (all have a settled
 cause; questions.yaml holds questions about fixes, with no cause, and is left out); the real
 DDP fixtures tests/fixtures/real/*.txt by scenario; the causes' interview cases
-(rules/causes.yaml). A sentence's reading is carried into `--answers` as the answers that set
-it (as a saved session's answers file does); facts no answer can carry are listed below. A
-sentence with a `family` is asked with that family's first example from
-rules/signatures.yaml as `--paste`. Corpus pastes and sentences are answered "unsure" about
+(rules/causes.yaml). A sentence goes into each `--answers` file as `said: SENTENCE`, which
+`--answers` reads again as the session read the description (a saved session's answers file
+keeps it the same way), so every fact it set stays. A sentence with a `family` is asked
+with that family's first example from rules/signatures.yaml as `--paste`. Corpus pastes and sentences are answered "unsure" about
 the framework unless bench/truths.yaml says which (corpus only).
 """
 

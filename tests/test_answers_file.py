@@ -88,3 +88,82 @@ def test_the_reproduce_commands_process_substitution_works():
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["causes"][0]["id"] == "multiple_backward"
+
+
+def test_what_the_user_typed_is_read_again_in_the_sessions_order(tmp_path):
+    """A saved session keeps the lines whose facts no answer says alone: `said` (the
+    description) is read before the answers, `said_later` (a detail typed after the report)
+    after them, so a later detail wins over an earlier answer, as it did in the session."""
+    before = tmp_path / "before.yaml"
+    before.write_text(
+        'said: "some GPUs skip the branch depending on their data"\n', encoding="utf-8"
+    )
+    doc = json.loads(run("--answers", str(before), "--json").stdout)
+    assert doc["facts"]["conditional_modules"] == "ranks"
+    assert doc["causes"][0]["id"] == "conditional_branch"
+    assert "said" not in doc["answers"]  # typed text, not an answer to a question
+
+    later = tmp_path / "later.yaml"
+    later.write_text(
+        "requires_grad_changed: 'no'\n"
+        "said_later: actually I freeze the backbone after wrapping the model in DDP\n",
+        encoding="utf-8",
+    )
+    doc = json.loads(run("--answers", str(later), "--json").stdout)
+    assert doc["facts"]["requires_grad_changed"] is True
+    assert doc["causes"][0]["id"] == "frozen_params"
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash for <(...)")
+def test_the_reproduce_command_carries_a_typed_sentence_whole():
+    """A sentence with quotes, commas and colons survives the one-line command."""
+    from ddp_doctor.output.reproduce import reproduce_command
+
+    if not CLI.exists():
+        pytest.skip("ddp-doctor is not installed")
+    said = 'it\'s "odd": some GPUs skip the branch, depending on their data'
+    command = reproduce_command("en", {"said": said, "step_pattern": "branches"})
+    script = command.replace("ddp-doctor", str(CLI), 1) + " --json"
+    proc = subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["facts"]["conditional_modules"] == "ranks"
+    assert doc["answers"] == {"step_pattern": "branches"}
+
+
+@pytest.mark.parametrize(
+    "description",
+    [
+        "some GPUs skip the branch depending on their data",
+        "I already set find_unused_parameters=True",
+        "同一个 batch 先前向两次再反向一次，BatchNorm 在判别器里",
+        "my loss only uses the first output of forward",
+    ],
+)
+def test_a_saved_sessions_answers_give_its_diagnosis_again(tmp_path, description):
+    """The session's state after a description and two answers, saved as the session saves
+    it, gives the same causes and fixes through `--answers` (README: the saved file
+    "reproduces the diagnosis"); before, a description whose facts no answer says alone was
+    dropped from the file."""
+    import yaml
+    from ddp_doctor.knowledge.kb import load
+    from ddp_doctor.talk.answers import answers_for_file
+    from ddp_doctor.talk.interview import Interview
+
+    kb = load()
+    state = Interview.start(kb)
+    state.describe(description)
+    for _ in range(2):
+        asked = state.next_question()
+        if asked is None:
+            break
+        state.answer(asked, asked.question.options[-1].value)  # "I don't know" is last
+    session = state.diagnose()
+    path = tmp_path / "report.answers.yaml"
+    answers = answers_for_file(kb, state.text_facts, state.answers, state.said, state.said_later)
+    path.write_text(yaml.safe_dump(answers, allow_unicode=True), encoding="utf-8")
+    doc = json.loads(run("--answers", str(path), "--json").stdout)
+    assert [c["id"] for c in doc["causes"]] == [c.cause.id for c in session.causes][:3]
+    assert [f["id"] for f in doc["fixes"]] == [f.fix.id for f in session.fixes]

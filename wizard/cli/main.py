@@ -443,17 +443,25 @@ def cmd_questions(kb, args, lang: str) -> int:
 
 def cmd_answers(kb, args, lang: str) -> int:
     from ..reasoning.engine import diagnose
-    from ..talk.answers import apply_answers, load_answers, modules_in_answers
+    from ..talk.answers import (
+        apply_answers,
+        facts_said,
+        load_answers,
+        modules_in_answers,
+        split_said,
+    )
     from ..talk.interview import Interview
 
-    answers = load_answers(args.answers)
+    said, answers, said_later = split_said(load_answers(args.answers))
     if args.save:  # before any work: a refused file is known now
         _check_save_target(args.save, [args.answers, args.paste])
     result = read_sources(kb, [args.paste], lang, DEFAULT_MAX_BYTES) if args.paste else None
     start = Interview.start(kb, result)
     # nothing pasted: the modules the answers name (a session's answers without its paste)
     modules = start.modules if result is not None else modules_in_answers(kb, answers)
-    facts = apply_answers(kb, start.facts, answers, modules)
+    # in the session's order: the description, the answers, then details typed afterwards
+    facts = apply_answers(kb, facts_said(kb, start.facts, said), answers, modules)
+    facts = facts_said(kb, facts, said_later)
     diagnosis = diagnose(kb, result, facts, answers)
     fmt = _format(args, sys.stdout)
     _emit(kb, args, diagnosis, lang, fmt)

@@ -6,6 +6,7 @@ table, and the answers file's module sits above the report in the import order.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping
 
@@ -25,8 +26,20 @@ def reproduce_command(
     if answers_path:
         parts += ["--answers", shlex.quote(answers_path)]
     else:
-        inline = "{" + ", ".join(f"{k}: {v}" for k, v in answers.items()) + "}"
-        parts += ["--answers", f"<(echo {shlex.quote(inline)})"]
+        parts += ["--answers", f"<(echo {shlex.quote(_inline(answers))})"]
     if paste_path:
         parts += ["--paste", shlex.quote(paste_path)]
     return " ".join(parts)
+
+
+def _inline(answers: Mapping[str, str]) -> str:
+    """The answers as one line: plain `{id: value}` while every value is one word, else JSON
+    (a typed sentence holds commas, colons and quotes; JSON is also YAML)."""
+    if all(_PLAIN.fullmatch(str(v)) for v in answers.values()):
+        return "{" + ", ".join(f"{k}: {v}" for k, v in answers.items()) + "}"
+    import json
+
+    return json.dumps(dict(answers), ensure_ascii=False)
+
+
+_PLAIN = re.compile(r"[\w.-]+")

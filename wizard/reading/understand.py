@@ -443,8 +443,8 @@ def _closest(alternative, hits, units: _Units, window: float):
 
 
 def _holds_any(hits, names: tuple[str, ...], span) -> bool:
-    """Does `span` hold a hit of any of the terms `names`?"""
-    return any(span[0] <= s[0] and s[1] <= span[1] for name in names for s in hits.get(name, ()))
+    """Does a hit of any of the terms `names` overlap `span` ("一次前向" around its 前向)?"""
+    return any(s[0] < span[1] and span[0] < s[1] for name in names for s in hits.get(name, ()))
 
 
 def _overlaps(span, chosen) -> bool:

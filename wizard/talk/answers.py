@@ -5,6 +5,10 @@ An answers file is a flat YAML (or JSON) mapping `question id: answer`, e.g.
     backward_calls: many
     module_use__aux_head: never
 
+plus, from a session, what the user typed whose facts no answer can say (`said`: the
+description, read before the answers; `said_later`: details typed after the report, read
+after them), one line each, so that the file gives the session's diagnosis again.
+
 Loading is defensive: the file may be a FIFO, huge, deeply nested or an alias bomb. The
 YAML event stream is checked before anything is built, so none of these can hang, exhaust
 memory or recurse: only a single mapping of scalars is accepted.
@@ -13,7 +17,7 @@ memory or recurse: only a single mapping of scalars is accepted.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..common.errors import ExitCode, UserError
@@ -21,6 +25,7 @@ from ..output.reproduce import reproduce_command  # noqa: F401  (the session imp
 from ..reading.inputs import open_input
 
 MAX_ANSWERS_BYTES = 1 << 20  # a real answers file has a few dozen lines
+SAID, SAID_LATER = "said", "said_later"  # typed text, read as the session read it
 
 
 def load_answers(path: str) -> dict[str, str]:
@@ -107,20 +112,55 @@ def modules_in_answers(kb, answers: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def answers_for_file(kb, text_facts: Mapping[str, Any], given: Mapping[str, str]) -> dict:
+def answers_for_file(  # noqa: PLR0913
+    kb,
+    text_facts: Mapping[str, Any],
+    given: Mapping[str, str],
+    said: Sequence[str] = (),
+    said_later: Sequence[str] = (),
+) -> dict:
     """The answers that reproduce a session with `--answers`.
 
-    Facts the description set are written as the answers that set them, so the file
-    reproduces the diagnosis without the sentence; answers given in the interview win.
+    Facts the description set are written as the answers that set them, so the file shows
+    them in the interview's words; answers given in the interview win. When a fact of the
+    description has no answer that says it alone (`find_unused_parameters=True` read without
+    "and it still fails"), the description is kept too (`said`); details typed after the
+    report always are (`said_later`), since they were read after the answers.
     """
     from .interview import explain_facts
 
     answers: dict[str, str] = {}
+    carried: set[str] = set()
     for question, option in explain_facts(kb, text_facts):
         if question.for_each is None:
             answers[question.id] = option.value
+            carried |= set(option.sets)
+    if said and not set(facts_said(kb, {}, said)) <= carried:  # a fact no answer says
+        answers = {SAID: "\n".join(said), **answers}
     answers.update(given)
+    if said_later:  # read after the answers, as typed: a later detail wins over an answer
+        answers[SAID_LATER] = "\n".join(said_later)
     return answers
+
+
+def split_said(answers: Mapping[str, str]) -> tuple[list[str], dict[str, str], list[str]]:
+    """(lines said before, the answers proper, lines said after) of a loaded answers file."""
+    rest = {k: v for k, v in answers.items() if k not in (SAID, SAID_LATER)}
+    return _lines(answers.get(SAID)), rest, _lines(answers.get(SAID_LATER))
+
+
+def _lines(text: str | None) -> list[str]:
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
+def facts_said(kb, facts: Mapping[str, Any], lines: Sequence[str]) -> dict[str, Any]:
+    """`facts` after reading each typed line as the session did, the later line winning."""
+    from ..reasoning.engine import facts_from_text
+
+    facts = dict(facts)
+    for line in lines:
+        facts.update(facts_from_text(kb, line))
+    return facts
 
 
 def dump_answers(answers: Mapping[str, str]) -> str:

@@ -72,7 +72,9 @@ class Delivery:
         from ..output.render import build_report, to_markdown
 
         report = to_markdown(self.kb, build_report(self.kb, diagnosis, self.lang))
-        answers = dump_answers(answers_for_file(self.kb, state.text_facts, state.answers))
+        answers = dump_answers(
+            answers_for_file(self.kb, state.text_facts, state.answers, state.said, state.said_later)
+        )
         pasted = state.paste if state.paste and not state.paste_path else None
         return report, answers, pasted
 
@@ -103,7 +105,9 @@ class Delivery:
         self.console.print(text, style="red", markup=False)
 
     def print_reproduce(self, state: Interview, answers_path: str | None, paste_path: str | None):
-        answers = answers_for_file(self.kb, state.text_facts, state.answers)
+        answers = answers_for_file(
+            self.kb, state.text_facts, state.answers, state.said, state.said_later
+        )
         command = reproduce_command(self.lang, answers, answers_path, paste_path)
         self.console.print(self.t("session_reproduce"), style="dim")
         self.console.print("  " + command, style="bold", markup=False, soft_wrap=True)

@@ -41,6 +41,10 @@ class Interview:
     paste_path: str | None = None  # given with --paste: reused, never copied
     description: str = ""
     text_facts: dict[str, Any] = field(default_factory=dict)
+    # the lines whose facts were taken, before the questions (the description) and after the
+    # report (details typed as follow-ups): the answers file keeps them to replay the facts
+    said: list[str] = field(default_factory=list)
+    said_later: list[str] = field(default_factory=list)
     history: list[Step] = field(default_factory=list)
 
     @classmethod
@@ -82,6 +86,7 @@ class Interview:
         if found:
             self.text_facts = found
             self.facts.update(found)
+            self.said = [text]
         return found
 
     def next_question(self) -> AskedQuestion | None:
@@ -126,6 +131,8 @@ class Interview:
         changed = {k: v for k, v in understood.facts.items() if self.facts.get(k) != v}
         self.facts.update(changed)
         self.text_facts.update(changed)
+        if changed:
+            self.said_later.append(text.strip())
         return FollowUp(understood, None, changed)
 
 
