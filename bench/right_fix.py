@@ -608,8 +608,9 @@ DDP fixtures tests/fixtures/real/*.txt by scenario; the causes' interview cases
 (rules/causes.yaml). A sentence goes into each `--answers` file as `said: SENTENCE`, which
 `--answers` reads again as the session read the description (a saved session's answers file
 keeps it the same way), so every fact it set stays. A sentence with a `family` is asked
-with that family's first example from rules/signatures.yaml as `--paste`. Corpus pastes and sentences are answered "unsure" about
-the framework unless bench/truths.yaml says which (corpus only).
+with that family's first example from rules/signatures.yaml as `--paste`. Corpus pastes and
+sentences are answered "unsure" about the framework unless bench/truths.yaml says which
+(corpus only).
 """
 
 
