@@ -25,7 +25,6 @@ def ask(*args: str, env: dict | None = None):
         ("I call loss1.backward(retain_graph=True) and then loss2.backward()", "diagnosis", 0),
         ("在 __init__ 里定义了一个模块，但是 forward 里没有用到它", "diagnosis", 0),
         ("the weather is nice today", "not_understood", 1),
-        ("", "not_understood", 1),
         ("我没有冻结任何层，也没有用梯度检查点", "diagnosis", 0),
     ],
 )

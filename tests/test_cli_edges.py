@@ -7,6 +7,7 @@ Python traceback ever reaches the user. Every subprocess has a time-out: a hang 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -182,6 +183,9 @@ def test_ask_with_no_sentence_says_what_to_type(sentence):
     done = run("ask", sentence, "--lang", "en")
     assert_clean(done, ExitCode.USAGE, "ask needs a sentence")
     assert "did you mean" not in done.stdout.lower() and "closest readings" not in done.stdout
+    scripted = run("ask", sentence, "--json")  # a script still reads one JSON document
+    error = json.loads(scripted.stdout)["error"]
+    assert error["exit_code"] == ExitCode.USAGE and "ask" in error["message"]
 
 
 def test_no_known_error(tmp_path):
