@@ -884,9 +884,35 @@ def _lexicon(raw: dict[str, Any], dirs: tuple[str, ...]) -> Mapping[str, Any]:
     """lexicon.yaml's sections; from the cache, packed until first read (lexicon_pack.py)."""
     if PACKED_KEY not in raw:
         return _frozen({k: raw[k] for k in LEXICON_SECTIONS if k in raw})
-    from .lexicon_pack import PackedLexicon
+    return _PackedLexicon(raw[PACKED_KEY], lambda: _read_raw(list(dirs)))
 
-    return PackedLexicon(raw[PACKED_KEY], LEXICON_SECTIONS, lambda: _read_raw(list(dirs)))
+
+class _PackedLexicon(Mapping):
+    """The lexicon's sections, unpacked (lexicon_pack.unpack) when first read; `reread`
+    gives the raw rules from the YAML files when the packed copy is damaged."""
+
+    def __init__(self, packed: bytes, reread):
+        self._packed, self._reread = packed, reread
+        self._data: dict[str, Any] | None = None
+
+    def _unpacked(self) -> dict[str, Any]:
+        if self._data is None:
+            from .lexicon_pack import unpack
+
+            self._data = unpack(self._packed, LEXICON_SECTIONS, self._reread)
+        return self._data
+
+    def __getitem__(self, key: str) -> Any:
+        return self._unpacked()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._unpacked())
+
+    def __len__(self) -> int:
+        return len(self._unpacked())
+
+    def __repr__(self) -> str:
+        return "<lexicon, packed>" if self._data is None else repr(self._data)
 
 
 def _build(raw: dict[str, Any], dirs: tuple[str, ...] = ()) -> KnowledgeBase:

@@ -1,19 +1,19 @@
 """The lexicon (lexicon.yaml) in the rules cache as one packed value, read on first use.
 
 Only `ask` and the interview read the lexicon; the reports never do. Unmarshalling its
-~55 KB of sections with the rest of the rules cost every report ~0.7 ms of its start-up
+~57 KB of sections with the rest of the rules cost every report ~0.7 ms of its start-up
 (the `readings` alone ~0.4 ms). In the cache the sections are one `marshal` byte string
 inside the payload (covered by the payload's digest like the rest, see rules_cache.py),
-which `marshal.loads` copies without looking into; `PackedLexicon` unpacks it the first
-time the lexicon is asked for. What it unpacks is checked for the shape the loader stores;
-anything else (a planted or hand-edited cache) is read again from the YAML files, as a
-cache of the wrong shape is.
+which `marshal.loads` copies without looking into; `kb._PackedLexicon` unpacks it
+(`unpack`) the first time the lexicon is asked for: the mapping lives in kb.py, so that a
+report never imports this module (~0.2 ms). What it unpacks is checked for the shape the
+loader stores; anything else (a planted or hand-edited cache) is read again from the YAML
+files, as a cache of the wrong shape is.
 """
 
 from __future__ import annotations
 
 import marshal
-from collections.abc import Iterator, Mapping
 
 # typing is only read by type checkers: importing it costs start-up time
 TYPE_CHECKING = False
@@ -30,37 +30,17 @@ def pack(raw: dict[str, Any], sections: tuple[str, ...], key: str) -> dict[str, 
     return stored
 
 
-class PackedLexicon(Mapping):
-    """The lexicon's sections, unpacked from `packed` when first read; `reread` gives them
-    from the YAML files when the packed value is not what `pack` stores."""
-
-    def __init__(self, packed: bytes, sections: tuple[str, ...], reread: Callable[[], dict]):
-        self._packed, self._sections, self._reread = packed, sections, reread
-        self._data: dict[str, Any] | None = None
-
-    def _unpacked(self) -> dict[str, Any]:
-        if self._data is None:
-            try:
-                data = marshal.loads(self._packed)
-            except (ValueError, EOFError, TypeError, RecursionError, MemoryError):
-                data = None
-            if not _plausible(data, self._sections):
-                raw = self._reread()
-                data = {k: raw[k] for k in self._sections if k in raw}
-            self._data = data
-        return self._data
-
-    def __getitem__(self, key: str) -> Any:
-        return self._unpacked()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._unpacked())
-
-    def __len__(self) -> int:
-        return len(self._unpacked())
-
-    def __repr__(self) -> str:
-        return "<lexicon, packed>" if self._data is None else repr(self._data)
+def unpack(packed: bytes, sections: tuple[str, ...], reread: Callable[[], dict]) -> dict:
+    """The lexicon's sections from what `pack` stored; from `reread` (the YAML files) when
+    `packed` is anything else."""
+    try:
+        data = marshal.loads(packed)
+    except (ValueError, EOFError, TypeError, RecursionError, MemoryError):
+        data = None
+    if not _plausible(data, sections):
+        raw = reread()
+        data = {k: raw[k] for k in sections if k in raw}
+    return data
 
 
 def _plausible(data: Any, sections: tuple[str, ...]) -> bool:
