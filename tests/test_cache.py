@@ -178,3 +178,38 @@ def test_a_planted_symlink_at_a_temporary_name_is_never_written_through(tmp_path
         os.symlink(victim, folder / f"rules-{key}.json.{pid}.tmp")
     kb_module.load()
     assert victim.read_text(encoding="utf-8") == "keep me"
+
+
+@pytest.mark.parametrize(
+    "packed",
+    [
+        b"\xff\x00 not marshal data",
+        marshal.dumps(compile("open('/tmp/ddp-doctor-pwned', 'w')", "x", "exec")),
+        marshal.dumps({"terms": [7], "readings": "x"}),
+        marshal.dumps({"not_a_section": []}),
+    ],
+    ids=["garbage", "code", "wrong-shape", "unknown-section"],
+)
+def test_a_damaged_packed_lexicon_is_read_again_from_the_yaml(tmp_path, packed):
+    """The lexicon is packed in the cache and unpacked only when a sentence is read
+    (lexicon_pack.py): what it unpacks is checked, and anything else is read from the YAML,
+    so `ask` answers as it does without a cache."""
+    question = ("ask", "does find_unused_parameters slow down training?", "--json")
+    no_cache = cli(
+        *question, env={"XDG_CACHE_HOME": str(tmp_path / "n"), "DDP_DOCTOR_NO_CACHE": "1"}
+    )
+    assert no_cache.returncode == 0, no_cache.err
+    path = cache_file(tmp_path)
+    with open(path, "rb") as handle:
+        header, _, rest = handle.read().partition(b"\n")
+    magic, fmt, codec, _, _ = header.decode().split()
+    raw = marshal.loads(rest)
+    assert isinstance(raw[kb_module.PACKED_KEY], bytes)
+    assert not any(section in raw for section in kb_module.LEXICON_SECTIONS)
+    raw[kb_module.PACKED_KEY] = packed
+    with open(path, "wb") as handle:
+        handle.write(with_header(marshal.dumps(raw), magic, fmt, codec))
+    result = cli(*question, env={"XDG_CACHE_HOME": str(tmp_path)})
+    assert result.returncode == 0, result.err
+    assert result.out == no_cache.out
+    assert not os.path.exists("/tmp/ddp-doctor-pwned")

@@ -563,13 +563,17 @@ def _find_file(rules_dirs: list[str], name: str) -> str | None:
 
 
 # Bump when the loader changes what it stores (e.g. _tidy_chinese), so old caches miss.
-# 4: a header line with the payload's size and digest; 5: PIECES_KEY; 6: marshal; 7: CODE_KEY
-CACHE_FORMAT = 7
+# 4: a header line with the payload's size and digest; 5: PIECES_KEY; 6: marshal; 7: CODE_KEY;
+# 8: PACKED_KEY
+CACHE_FORMAT = 8
 CACHE_CODEC = "marshal"  # rules_cache.py
 # what regex_pieces.py found for each regex, stored beside the rules in the cache
 PIECES_KEY = "regex_pieces"
 # what `re` compiles each regex to (regex_code.py), by "flags/pattern"
 CODE_KEY = "regex_code"
+# lexicon.yaml's sections, packed into one value (lexicon_pack.py, imported only when the
+# cache is written or the lexicon read)
+PACKED_KEY = "lexicon_packed"
 
 
 def _cache_key(paths: list[str]) -> str:
@@ -611,8 +615,16 @@ def _load_raw_cached(rules_dirs: list[str]) -> tuple[dict[str, Any], bool]:
     if _plausible(raw):
         return raw, True
     raw = _read_raw(rules_dirs)
-    rules_cache.write(name, CACHE_FORMAT, raw, CACHE_CODEC)
+    _write_cache(name, raw)
     return raw, False
+
+
+def _write_cache(name: str, raw: dict[str, Any]) -> None:
+    from . import rules_cache
+    from .lexicon_pack import pack
+
+    # the lexicon packed: a report never reads it (lexicon_pack.py)
+    rules_cache.write(name, CACHE_FORMAT, pack(raw, LEXICON_SECTIONS, PACKED_KEY), CACHE_CODEC)
 
 
 _LIST_SECTIONS = ("families", "extractors", "hints", "causes", "fixes", "questions", "notes")
@@ -624,6 +636,8 @@ def _plausible(raw: Any) -> bool:
     if not isinstance(raw, dict) or not isinstance(raw.get("messages"), dict):
         return False
     if not all(isinstance(raw.get(s), list) for s in ("families", "causes", "fixes")):
+        return False
+    if not isinstance(raw.get(PACKED_KEY, b""), bytes):
         return False
     for section in _LIST_SECTIONS:
         items = raw.get(section, [])
@@ -866,8 +880,44 @@ def _note(raw: dict[str, Any]) -> Note:
     return Note(raw["id"], _frozen(raw["when"]), _text(raw["text"]))
 
 
-def _build(raw: dict[str, Any]) -> KnowledgeBase:
-    """The knowledge base from validated raw data: one builder per object above."""
+def _lexicon(raw: dict[str, Any], dirs: tuple[str, ...]) -> Mapping[str, Any]:
+    """lexicon.yaml's sections; from the cache, packed until first read (lexicon_pack.py)."""
+    if PACKED_KEY not in raw:
+        return _frozen({k: raw[k] for k in LEXICON_SECTIONS if k in raw})
+    return _PackedLexicon(raw[PACKED_KEY], lambda: _read_raw(list(dirs)))
+
+
+class _PackedLexicon(Mapping):
+    """The lexicon's sections, unpacked (lexicon_pack.unpack) when first read; `reread`
+    gives the raw rules from the YAML files when the packed copy is damaged."""
+
+    def __init__(self, packed: bytes, reread):
+        self._packed, self._reread = packed, reread
+        self._data: dict[str, Any] | None = None
+
+    def _unpacked(self) -> dict[str, Any]:
+        if self._data is None:
+            from .lexicon_pack import unpack
+
+            self._data = unpack(self._packed, LEXICON_SECTIONS, self._reread)
+        return self._data
+
+    def __getitem__(self, key: str) -> Any:
+        return self._unpacked()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._unpacked())
+
+    def __len__(self) -> int:
+        return len(self._unpacked())
+
+    def __repr__(self) -> str:
+        return "<lexicon, packed>" if self._data is None else repr(self._data)
+
+
+def _build(raw: dict[str, Any], dirs: tuple[str, ...] = ()) -> KnowledgeBase:
+    """The knowledge base from validated raw data: one builder per object above (`dirs`:
+    the rules folders, to read the lexicon again if its packed copy is damaged)."""
     fixes = {f["id"]: _fix(f) for f in raw.get("fixes", [])}
     messages = _Messages(raw.get("messages", {}))
     found = _Found(raw)
@@ -884,7 +934,7 @@ def _build(raw: dict[str, Any]) -> KnowledgeBase:
         library_paths=_compile(raw.get("library_paths") or r"(?!)", found, 0),
         error_line=_compile(raw.get("error_line") or r"(?!)", found, 0),
         engine=_frozen(raw.get("engine")),
-        lexicon=_frozen({k: raw[k] for k in LEXICON_SECTIONS if k in raw}),
+        lexicon=_lexicon(raw, dirs),
         placeholders=_frozen(
             {
                 name: tuple(
@@ -916,22 +966,15 @@ def load(extra_dir: str | os.PathLike | None = None) -> KnowledgeBase:
     if key not in _LOADED:
         raw, cached = _load_raw_cached(dirs)
         try:
-            _LOADED[key] = _build(raw)
+            _LOADED[key] = _build(raw, key)
         except (KeyError, TypeError, ValueError, AttributeError, re.error, RecursionError):
             if not cached:
                 raise
             # a cache of the right shape that does not build (planted, or written by a
             # different loader): read the YAML again and replace it
-            from . import rules_cache
-
             raw = _read_raw(dirs)
-            rules_cache.write(
-                _cache_name([p for d in dirs for p in _rule_paths(d)]),
-                CACHE_FORMAT,
-                raw,
-                CACHE_CODEC,
-            )
-            _LOADED[key] = _build(raw)
+            _write_cache(_cache_name([p for d in dirs for p in _rule_paths(d)]), raw)
+            _LOADED[key] = _build(raw, key)
         _FOLDERS[id(_LOADED[key])] = key
     return _LOADED[key]
 

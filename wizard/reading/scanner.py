@@ -46,7 +46,15 @@ def _search_keys(kb: KnowledgeBase) -> tuple[bytes, ...]:
     (which finds it anyway) is dropped.
     """
     anchors = dict.fromkeys(a.encode("utf-8") for f in kb.families for a in f.anchors if a)
-    return tuple(a for a in anchors if not any(b != a and b in a for b in anchors))
+    # only a shorter anchor can lie inside another: each is tested against the anchors
+    # before the first of its length in length order, by `map` over `__contains__`, with
+    # no Python frame per pair (~40 anchors, ~800 pairs; 0.3 ms a run before)
+    ordered = sorted(anchors, key=len)
+    first: dict[int, int] = {}
+    for i, b in enumerate(ordered):
+        first.setdefault(len(b), i)
+    inside = {a for a in ordered if any(map(a.__contains__, ordered[: first[len(a)]]))}
+    return tuple(a for a in anchors if a not in inside)
 
 
 def _pure_finder(keys: tuple[bytes, ...]) -> Finder:
