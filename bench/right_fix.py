@@ -266,10 +266,10 @@ def truthful(answers: dict, question: dict, unknown: set) -> str:
     return answer
 
 
-def sentence_seed(report: dict, questions: dict, truths: dict) -> tuple[dict, list[str]]:
-    """A sentence's reading as the answers that say it (to tell which variants the sentence
-    itself rules out), and the facts that no answer carries."""
-    seed, lost = {}, []
+def sentence_seed(report: dict, questions: dict, truths: dict) -> dict:
+    """A sentence's reading as the answers that say it, to tell which variants the sentence
+    itself rules out (`--answers` gets the sentence itself, as `said`)."""
+    seed = {}
     by_fact = {q["fact"]: q for q in questions.values() if q["fact"] and not q["per_module"]}
     extra = truths.get("fact_answers") or {}
     facts = {}
@@ -285,9 +285,7 @@ def sentence_seed(report: dict, questions: dict, truths: dict) -> tuple[dict, li
             seed[question["id"]] = answer
         elif key in extra:
             carried.update(extra[key])
-        else:
-            lost.append(key)
-    return {**seed, **carried}, lost
+    return {**seed, **carried}
 
 
 @dataclass
@@ -306,7 +304,7 @@ class Run:
     unclassified: list = field(default_factory=list)  # advised fixes the table does not know
     table_hit: bool = False
     unknown: set = field(default_factory=set)
-    lost: list = field(default_factory=list)
+    lost: list = field(default_factory=list)  # why `ask` gave no reading to carry on
     asked: list = field(default_factory=list)  # question ids, in order
     excluded: bool = False  # the sentence's own reading rules this variant out
 
@@ -335,12 +333,12 @@ def simulate(case: Case, variant: str, truths: dict, questions: dict, workdir: s
     if case.source == "sentence":
         report = run_cli(["ask", case.text, *paste], workdir)
         if report.get("kind") == "diagnosis":
-            read, run.lost = sentence_seed(report, questions, truths)
+            read = sentence_seed(report, questions, truths)
             deciding = deciding_questions(truths, case)
             run.excluded = any(read.get(q, answers[q]) != answers[q] for q in deciding)
             # the sentence itself goes into the answers file, as a saved session keeps it:
             # `--answers` reads it again, so every fact it set stays (none is lost)
-            seed, run.lost = {"said": case.text}, []
+            seed = {"said": case.text}
         else:  # read as a question about a fix, or not understood: the interview starts bare
             run.lost = [f"ask: {report.get('kind') or report.get('status')}"]
             report = run_cli(
@@ -650,7 +648,7 @@ def write_report(outcomes: list[Outcome], truths: dict, session: list[str], befo
         + (", ".join(f"`{u}`" for u in unclassified) or "none")
     )
     lines.append(
-        "- sentence facts no `--answers` entry carries: "
+        "- sentences `ask` did not read as a description (their interview starts bare): "
         + (", ".join(f"`{f}`" for f in lost) or "none")
     )
     lines.append(

@@ -162,7 +162,9 @@ def test_a_saved_sessions_answers_give_its_diagnosis_again(tmp_path, description
         state.answer(asked, asked.question.options[-1].value)  # "I don't know" is last
     session = state.diagnose()
     path = tmp_path / "report.answers.yaml"
-    answers = answers_for_file(kb, state.text_facts, state.answers, state.said, state.said_later)
+    answers = answers_for_file(
+        kb, state.text_facts, state.answers, state.description, state.said_later
+    )
     path.write_text(yaml.safe_dump(answers, allow_unicode=True), encoding="utf-8")
     doc = json.loads(run("--answers", str(path), "--json").stdout)
     assert [c["id"] for c in doc["causes"]] == [c.cause.id for c in session.causes][:3]

@@ -386,10 +386,10 @@ def _read_sentence(lexicon: _Lexicon, doc: _Doc, start: int, end: int, units: _U
             if best is None:
                 continue
             span, gap = best
-            if _holds_any(hits, rule.unless, span):
+            if _overlaps(span, [s for name in rule.unless for s in hits.get(name, ())]):
                 continue  # "forward twice before a backward": the count is the forward's
             clause = _clause(lexicon, doc, start, end, span)
-            if _advised(lexicon, doc, clause[0], span[0], units):
+            if _cue_before(lexicon.advice, doc, clause[0], span[0], units):
                 continue  # "please set X=True" is what someone suggests, not the user's set-up
             negated = _negated(lexicon, doc, clause[0], span[0], units)
             if chosen is None or (chosen[2] and not negated):
@@ -442,11 +442,6 @@ def _closest(alternative, hits, units: _Units, window: float):
     return best
 
 
-def _holds_any(hits, names: tuple[str, ...], span) -> bool:
-    """Does a hit of any of the terms `names` overlap `span` ("一次前向" around its 前向)?"""
-    return any(s[0] < span[1] and span[0] < s[1] for name in names for s in hits.get(name, ()))
-
-
 def _overlaps(span, chosen) -> bool:
     return any(span[0] < c[1] and c[0] < span[1] for c in chosen)
 
@@ -469,15 +464,6 @@ def _clause(lexicon: _Lexicon, doc: _Doc, start: int, end: int, span) -> tuple[i
     return clause_start, clause_end
 
 
-def _advised(lexicon: _Lexicon, doc: _Doc, clause_start: int, at: int, units: _Units) -> bool:
-    """Advice words ("please", "you should", "建议") within three words before `at`, in the
-    same clause: an error's "Please set find_unused_parameters=True", quoted in a sentence, says
-    what to do, not what the user has done."""
-    return any(
-        units.between(end, at) <= 3.0 for _, end in lexicon.advice.spans(doc, clause_start, at)
-    )
-
-
 def _negated(lexicon: _Lexicon, doc: _Doc, clause_start: int, at: int, units: _Units) -> bool:
     """A negation word within three words before `at`, in the same clause.
 
@@ -485,10 +471,18 @@ def _negated(lexicon: _Lexicon, doc: _Doc, clause_start: int, at: int, units: _U
     inside a `not_negation` phrase does not count.
     """
     blocked = lexicon.not_negation.spans(doc, clause_start, at)
-    for begin, end in lexicon.negation.spans(doc, clause_start, at):
-        if any(start < end and begin < finish for start, finish in blocked):  # overlap
-            continue
-        if units.between(end, at) <= 3.0:
+    return _cue_before(lexicon.negation, doc, clause_start, at, units, blocked)
+
+
+def _cue_before(  # noqa: PLR0913
+    cue: _Words, doc: _Doc, clause_start: int, at: int, units: _Units, blocked=()
+) -> bool:
+    """A word of `cue` within three words before `at`, in the same clause, and not inside a
+    `blocked` span. Advice ("please", "you should", "建议") so placed makes a reading what
+    someone suggests ("Please set find_unused_parameters=True", quoted from an error), not
+    what the user has done; a negation negates it."""
+    for span in cue.spans(doc, clause_start, at):
+        if not _overlaps(span, blocked) and units.between(span[1], at) <= 3.0:
             return True
     return False
 

@@ -116,7 +116,7 @@ def answers_for_file(  # noqa: PLR0913
     kb,
     text_facts: Mapping[str, Any],
     given: Mapping[str, str],
-    said: Sequence[str] = (),
+    description: str = "",
     said_later: Sequence[str] = (),
 ) -> dict:
     """The answers that reproduce a session with `--answers`.
@@ -135,8 +135,8 @@ def answers_for_file(  # noqa: PLR0913
         if question.for_each is None:
             answers[question.id] = option.value
             carried |= set(option.sets)
-    if said and not set(facts_said(kb, {}, said)) <= carried:  # a fact no answer says
-        answers = {SAID: "\n".join(said), **answers}
+    if not set(facts_said(kb, {}, _whole(description))) <= carried:  # a fact no answer says
+        answers = {SAID: description.strip(), **answers}
     answers.update(given)
     if said_later:  # read after the answers, as typed: a later detail wins over an answer
         answers[SAID_LATER] = "\n".join(said_later)
@@ -144,9 +144,14 @@ def answers_for_file(  # noqa: PLR0913
 
 
 def split_said(answers: Mapping[str, str]) -> tuple[list[str], dict[str, str], list[str]]:
-    """(lines said before, the answers proper, lines said after) of a loaded answers file."""
+    """(the description, the answers proper, the details said after, a line each) of a loaded
+    answers file: the session read the description whole and each detail on its own."""
     rest = {k: v for k, v in answers.items() if k not in (SAID, SAID_LATER)}
-    return _lines(answers.get(SAID)), rest, _lines(answers.get(SAID_LATER))
+    return _whole(answers.get(SAID)), rest, _lines(answers.get(SAID_LATER))
+
+
+def _whole(text: str | None) -> list[str]:
+    return [text.strip()] if text and text.strip() else []
 
 
 def _lines(text: str | None) -> list[str]:

@@ -73,7 +73,9 @@ class Delivery:
 
         report = to_markdown(self.kb, build_report(self.kb, diagnosis, self.lang))
         answers = dump_answers(
-            answers_for_file(self.kb, state.text_facts, state.answers, state.said, state.said_later)
+            answers_for_file(
+                self.kb, state.text_facts, state.answers, state.description, state.said_later
+            )
         )
         pasted = state.paste if state.paste and not state.paste_path else None
         return report, answers, pasted
@@ -106,7 +108,7 @@ class Delivery:
 
     def print_reproduce(self, state: Interview, answers_path: str | None, paste_path: str | None):
         answers = answers_for_file(
-            self.kb, state.text_facts, state.answers, state.said, state.said_later
+            self.kb, state.text_facts, state.answers, state.description, state.said_later
         )
         command = reproduce_command(self.lang, answers, answers_path, paste_path)
         self.console.print(self.t("session_reproduce"), style="dim")

@@ -41,9 +41,8 @@ class Interview:
     paste_path: str | None = None  # given with --paste: reused, never copied
     description: str = ""
     text_facts: dict[str, Any] = field(default_factory=dict)
-    # the lines whose facts were taken, before the questions (the description) and after the
-    # report (details typed as follow-ups): the answers file keeps them to replay the facts
-    said: list[str] = field(default_factory=list)
+    # details typed after the report whose facts were taken (follow-ups): the answers file
+    # keeps them, with the description, to replay the facts in the session's order
     said_later: list[str] = field(default_factory=list)
     history: list[Step] = field(default_factory=list)
 
@@ -86,7 +85,6 @@ class Interview:
         if found:
             self.text_facts = found
             self.facts.update(found)
-            self.said = [text]
         return found
 
     def next_question(self) -> AskedQuestion | None:
