@@ -39,15 +39,24 @@ def load_corpus():
     return sentences, questions
 
 
-def rank(kb, text: str | None, family: str = "unfinished_reduction") -> list[str]:
+def rank(
+    kb, text: str | None, family: str = "unfinished_reduction", exclude: str | None = None
+) -> list[str]:
     """The causes ranked for the error `family` (what the thread's error message says; the tool
-    reads that itself) and the facts read from `text` (what this measures)."""
+    reads that itself) and the facts read from `text` (what this measures) as a description is
+    read: the lexicon's facts and the nearest examples' leans (`text_leans`), with `exclude`
+    (a `dev` item's own copy) left out of the examples."""
+    from ddp_doctor.reading import retrieve
     from ddp_doctor.reading.understand import understand
-    from ddp_doctor.reasoning.engine import rank_causes
+    from ddp_doctor.reasoning.engine import TEXT_LEANS, rank_causes
 
     facts = {"family": family}
     if text is not None:
         facts.update(understand(kb, text).facts)
+        index, calibration = retrieve.index_for(kb)
+        leans = retrieve.cause_leans(retrieve.nearest(index, text, exclude), calibration)
+        if leans:
+            facts[TEXT_LEANS] = leans
     return [r.id for r in rank_causes(kb, facts)]
 
 
@@ -59,7 +68,8 @@ def measure(kb, sentences, questions) -> dict:
     misses = []
     for item in sentences:
         family = item.get("family", "unfinished_reduction")
-        ranked = rank(kb, item["text"], family)
+        own_copy = item["text"] if item["split"] == "dev" else None  # dev items are examples
+        ranked = rank(kb, item["text"], family, own_copy)
         baseline = rank(kb, None, family)
         for key in ((item["lang"], item["split"]), (item["lang"], "all")):
             row = counts[key]
@@ -235,6 +245,38 @@ def fit(kb, sentences, questions) -> dict:
     return calibration
 
 
+def fit_cause_lean(kb, sentences) -> float:
+    """`cause_lean`: the weight of a description's nearest examples in the causes' log-odds
+    (`retrieve.cause_leans`), fitted on the `dev` descriptions alone (each with its own copy
+    left out of the examples): the grid value under which the engine gives the settled causes
+    the highest mean log-likelihood. A likelihood, not a top-two count: dev is near its
+    ceiling on counts (the lexicon was tuned on it), while the likelihood still tells how far
+    the leans should move a ranking."""
+    import math
+
+    from ddp_doctor.reading import retrieve
+    from ddp_doctor.reading.understand import understand
+    from ddp_doctor.reasoning.engine import TEXT_LEANS, rank_causes
+
+    index, _ = retrieve.index_for(kb)
+    read = []
+    for item in (s for s in sentences if s["split"] == "dev"):
+        facts = {"family": item.get("family", "unfinished_reduction")}
+        facts.update(understand(kb, item["text"]).facts)
+        read.append((facts, retrieve.nearest(index, item["text"], item["text"]), item["cause"]))
+
+    def likelihood(weight: float) -> float:
+        total = 0.0
+        for facts, near, cause in read:
+            leans = retrieve.cause_leans(near, {"cause_lean": weight})
+            ranked = rank_causes(kb, {**facts, TEXT_LEANS: leans} if leans else facts)
+            total += math.log(max(next(r.probability for r in ranked if r.id == cause), 1e-12))
+        return total / len(read)
+
+    grid = [2.5 * step for step in range(41)]  # 0 (the lexicon alone) to 100
+    return max(grid, key=likelihood)
+
+
 def report_both(lexicon, both) -> str:
     lines = [
         "| questions | lang | n | right entry: lexicon → both | right aspect: lexicon → both "
@@ -253,8 +295,8 @@ def report_both(lexicon, both) -> str:
             )
     lines += [
         "",
-        "| descriptions | lang | n | cause in the top two (lexicon + engine) | nearest examples' "
-        "top-two causes | answered as a question by the examples |",
+        "| descriptions | lang | n | cause in the top two (lexicon and leans + engine) "
+        "| nearest examples' top-two causes | answered as a question by the examples |",
         "|---|---|---|---|---|---|",
     ]
     for split in ("dev", "held_out"):
@@ -272,8 +314,8 @@ def measure_batch(kb, path: Path) -> dict:
     """A fresh batch measured alone (tests/fixtures/sentences/fresh_*.yaml): none of its items is
     an example, so nothing is left out. Per language: questions answered from the right entry
     and aspect by the lexicon alone and by both readers, the right reading among the choices,
-    choices offered; descriptions with the settled cause in the top two (lexicon + engine), the
-    same with no text read, and answered as a question by the examples."""
+    choices offered; descriptions with the settled cause in the top two (lexicon and leans +
+    engine), the same with no text read, and answered as a question by the examples."""
     from ddp_doctor.reading import retrieve
 
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -419,10 +461,12 @@ The corpus is `tests/fixtures/sentences/`: {sentences} sentences users wrote abo
 in public GitHub issues, pull requests and Chinese blog/Q&A pages, each with the cause the thread
 settled and its source URL, and {questions} questions users asked about these options, each with the
 fix entry that answers it. A sentence counts when its cause is among the first one or two causes
-ddp-doctor ranks after reading it (`understand` + the engine, for the error family the thread
-shows, usually the unfinished reduction). "no text read" is the same ranking without the sentence:
-what the error alone gives. `dev` items may guide changes to `rules/lexicon.yaml`; `held_out`
-items never do (the split is `split_for`: the parity of the SHA-1 of source + text).
+ddp-doctor ranks after reading it (the lexicon's facts and the nearest examples' leans toward
+each cause, `text_leans`, a `dev` item's own copy left out of the examples; then the engine, for
+the error family the thread shows, usually the unfinished reduction). "no text read" is the same
+ranking without the sentence: what the error alone gives. `dev` items may guide changes to
+`rules/lexicon.yaml`; `held_out` items never do (the split is `split_for`: the parity of the
+SHA-1 of source + text).
 
 """
 
@@ -534,7 +578,8 @@ def main() -> int:
         return 0
     sys.stdout.write(report(result))
     if "--fit" in sys.argv:  # the calibration for rules/examples.yaml, from dev items only
-        sys.stdout.write(f"\ncalibration (fitted on dev): {fit(kb, sentences, questions)}\n")
+        fitted = {**fit(kb, sentences, questions), "cause_lean": fit_cause_lean(kb, sentences)}
+        sys.stdout.write(f"\ncalibration (fitted on dev): {fitted}\n")
         return 0
     sys.stdout.write("\n" + report_both(result, measure_both(kb, sentences, questions)))
     if "-v" in sys.argv:

@@ -274,3 +274,22 @@ def test_a_per_module_answer_applies_without_a_paste():
     )
     assert problems == []
     assert facts["revealed_module_state"] == "not_called"
+
+
+def test_a_descriptions_nearest_examples_move_the_ranking_and_say_so():
+    """`text_leans` (how near a description is to each cause's examples, in log-odds) is
+    added to the causes' scores: a cause the error alone ranks low rises, and the report
+    tells why in the user's language; without it the ranking is the error's alone."""
+    from ddp_doctor.common.i18n import tr
+
+    facts = {"family": "unfinished_reduction"}
+    alone = engine.rank_causes(KB, facts)
+    low = alone[-1]
+    leaned = engine.rank_causes(KB, {**facts, engine.TEXT_LEANS: ((low.id, 30.0),)})
+    assert leaned[0].id == low.id
+    report = build_report(
+        KB, engine.diagnose(KB, None, {**facts, engine.TEXT_LEANS: ((low.id, 30.0),)}), "zh"
+    )
+    assert report.causes[0].id == low.id
+    assert report.causes[0].reason == tr(KB, "reason_text_lean", "zh")
+    assert [r.id for r in engine.rank_causes(KB, facts)] == [r.id for r in alone]

@@ -155,5 +155,9 @@ def test_freeze_then_unfreeze_takes_the_same_path_in_both_languages():
         assert data["facts"]["requires_grad_direction"] == "unfreeze", data["understood"]
         upcoming = data["next_question"]
         assert upcoming is None or upcoming["id"] != "requires_grad_direction"
-        seen[lang] = (data["facts"], upcoming and upcoming["id"], [c["id"] for c in data["causes"]])
+        # the same reading, cause, fixes and next question (each language's sentence has its
+        # own nearest examples, which may order the unlikely causes after the first apart)
+        stated = {k: v for k, v in data["facts"].items() if k != "text_leans"}
+        fixes = [f["id"] for f in data["fixes"]]
+        seen[lang] = (stated, upcoming and upcoming["id"], data["causes"][0]["id"], fixes)
     assert seen["en"] == seen["zh"]

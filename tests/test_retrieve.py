@@ -62,13 +62,7 @@ def test_the_calibration_answers_no_dev_description_as_a_question():
     `dev` description as a question (each measured with its own copy left out), not even with
     a fix threshold lowered by the fit's guard (bench/text_accuracy.py `fit`, a hard
     constraint there)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "text_accuracy", ROOT / "bench" / "text_accuracy.py"
-    )
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = _bench()
     sentences, _ = bench.load_corpus()
     dev = [s for s in sentences if s["split"] == "dev"]
     prepared = bench.prepare(KB, dev, [])
@@ -80,6 +74,39 @@ def test_the_calibration_answers_no_dev_description_as_a_question():
         got = bench.measure_both(KB, dev, [], cal, prepared)
         answered = sum(got[("sentences", lang, "dev")]["hijacked"] for lang in ("en", "zh"))
         assert answered == 0, (lowered, answered)
+
+
+def _bench():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "text_accuracy", ROOT / "bench" / "text_accuracy.py"
+    )
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+def test_the_weight_of_a_descriptions_nearest_examples_is_the_one_fitted_on_dev():
+    """`cause_lean` is measured, not chosen: the value under which the `dev` descriptions'
+    settled causes are likeliest (bench/text_accuracy.py `fit_cause_lean`, each description
+    with its own copy left out). A change of the examples, the lexicon or the causes that
+    moves the fit fails here until the calibration is fitted again."""
+    bench = _bench()
+    sentences, _ = bench.load_corpus()
+    assert EXAMPLES["calibration"]["cause_lean"] == bench.fit_cause_lean(KB, sentences)
+
+
+def test_a_description_is_read_by_its_nearest_examples_and_a_paste_is_not():
+    """`ask` ranks a description's causes with the examples' leans (`text_leans` among the
+    facts, the settled reading's facts kept); `triage` never reads the examples."""
+    data = json.loads(ask("I use layerdrop in my wav2vec2 model", "--json").out)
+    assert data["kind"] == "diagnosis"
+    assert data["facts"]["conditional_modules"] == "steps"
+    leans = dict(data["facts"]["text_leans"])
+    assert max(leans, key=leans.get) == "conditional_branch" == data["causes"][0]["id"]
+    paste = ROOT / "tests" / "fixtures" / "versions" / "torch_1_10_flag_on.txt"
+    assert "text_leans" not in json.loads(cli("triage", str(paste), "--json").out)["facts"]
 
 
 def test_every_fix_cause_and_family_has_examples_in_both_languages():

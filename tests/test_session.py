@@ -133,6 +133,9 @@ def test_english_path_without_a_paste_describe_answer_save(tmp_path):
     assert report.read_text(encoding="utf-8").startswith("# ddp-doctor diagnosis")
     answers = yaml.safe_load((tmp_path / "report.answers.yaml").read_text(encoding="utf-8"))
     assert answers == {
+        # the description, read again on replay: how near it is to each cause's reports (the
+        # engine's `text_leans`) is no answer of the interview
+        "said": "my loss only uses the first output of forward",
         "forward_unused_outputs": "yes",
         "multitask": "no",
         "framework": "lightning",

@@ -290,10 +290,10 @@ def cmd_ask(kb, args, lang: str) -> int:
     if answer is not None:
         _print_answer(kb, answer, got, lang, fmt)
         return ExitCode.OK
-    facts = dict(understood.facts)
-    if not facts and not found_error:
+    if not understood.facts and not found_error:
         _print_not_understood(kb, got, lang, fmt)
         return ExitCode.NO_ERROR_FOUND
+    facts = reading.facts_with_leans(kb, understood.facts, understood.text)
     if not found_error:
         result = _error_quoted(kb, args.text) or result
     # the error pasted or quoted wins over the usual one
@@ -460,7 +460,7 @@ def cmd_answers(kb, args, lang: str) -> int:
     # nothing pasted: the modules the answers name (a session's answers without its paste)
     modules = start.modules if result is not None else modules_in_answers(kb, answers)
     # in the session's order: the description, the answers, then details typed afterwards
-    facts = apply_answers(kb, facts_said(kb, start.facts, said), answers, modules)
+    facts = apply_answers(kb, facts_said(kb, start.facts, said, True), answers, modules)
     facts = facts_said(kb, facts, said_later)
     diagnosis = diagnose(kb, result, facts, answers)
     fmt = _format(args, sys.stdout)

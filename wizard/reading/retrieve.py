@@ -422,3 +422,14 @@ def reread(kb, understood) -> Reread:
     index, calibration = index_for(kb)
     implies = {t["fix"]: t.get("implies") or {} for t in kb.lexicon.get("topics", ())}
     return decide(understood, nearest(index, understood.text), calibration, implies)
+
+
+def cause_leans(near: Nearest, calibration: Mapping[str, Any]) -> tuple[tuple[str, float], ...]:
+    """How far the nearest examples lean toward each cause, in log-odds for the engine (the
+    fact `text_leans`): each cause's similarity times `cause_lean`, the weight fitted on the
+    `dev` descriptions (`bench/text_accuracy.py --fit`); () when the weight is unset."""
+    weight = calibration.get("cause_lean")
+    if not isinstance(weight, (int, float)) or weight <= 0:
+        return ()
+    # rounded: hypothetical answers reuse the same rankings (engine memo) and reports stay stable
+    return tuple((cause, round(weight * score, 3)) for cause, score in near.causes if score > 0)

@@ -195,12 +195,46 @@ def _rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCau
     evidence (the bits of `_EvidenceTable.conditions`)."""
     table = _evidence_table(kb.causes)
     holding = table.conditions.holding(facts)
-    ranked = table.rankings.get(holding)
+    leans = facts.get(TEXT_LEANS) or ()
+    key = (holding, leans) if leans else holding
+    ranked = table.rankings.get(key)
     if ranked is None:
         if len(table.rankings) >= _RANKINGS_KEPT:
             table.forget()
-        ranked = table.rankings[holding] = _ranking(table.causes, holding)
+        ranked = _ranking(table.causes, holding)
+        if leans:
+            ranked = _leaned(ranked, dict(leans), kb.messages.get("reason_text_lean"))
+        table.rankings[key] = ranked
     return ranked
+
+
+# The fact the `ask` path and the session set from a description's nearest examples: ((cause,
+# log-odds), ...), the examples' similarity to each cause's reports scaled by a weight fitted on
+# the corpus's `dev` half (rules/examples.yaml `calibration: cause_lean`). Added to each cause's
+# score, it moves the ranking as far as such similarity has told the right cause on `dev`.
+TEXT_LEANS = "text_leans"
+
+
+def _leaned(ranked: tuple[RankedCause, ...], leans: dict[str, float], reason) -> tuple:
+    """`ranked` with each cause's lean added to its log-odds; the cause the description is
+    nearest to says so among its reasons: after what the text says outright, before the
+    generic reasons of the error family (the order of `_reason_order`)."""
+    nearest = max(leans, key=leans.get) if reason is not None else None
+    scored = [(rc, rc.score + leans.get(rc.id, 0.0)) for rc in ranked]
+    top = max(score for _, score in scored)
+    weights = [math.exp(score - top) for _, score in scored]
+    total = sum(weights) or 1.0
+    out = [
+        replace(
+            rc,
+            probability=w / total,
+            score=score,
+            reasons=_with_reason(rc, reason) if rc.id == nearest else rc.reasons,
+        )
+        for (rc, score), w in zip(scored, weights)
+    ]
+    out.sort(key=_most_likely_first)  # stable: ties keep the order without the leans
+    return tuple(out)
 
 
 _RANKINGS_KEPT = 4096
@@ -369,6 +403,16 @@ def plan_fixes(
 def _unique(items: list) -> list:
     seen: set[int] = set()
     return [i for i in items if not (id(i) in seen or seen.add(id(i)))]
+
+
+def _with_reason(ranked: RankedCause, reason) -> tuple:
+    """The cause's reasons with `reason` after its specific ones (`_reason_order`)."""
+    specific = sum(
+        1
+        for e in ranked.fired
+        if e.reason is not None and e.weight >= 1.0 and about_more_than_the_family(e.when)
+    )
+    return ranked.reasons[:specific] + (reason,) + ranked.reasons[specific:]
 
 
 # ---------------------------------------------------------------------------- questions

@@ -135,7 +135,9 @@ def answers_for_file(  # noqa: PLR0913
         if question.for_each is None:
             answers[question.id] = option.value
             carried |= set(option.sets)
-    if not set(facts_said(kb, {}, _whole(description))) <= carried:  # a fact no answer says
+    if (
+        not set(facts_said(kb, {}, _whole(description), description=True)) <= carried
+    ):  # a fact no answer says
         answers = {SAID: description.strip(), **answers}
     answers.update(given)
     if said_later:  # read after the answers, as typed: a later detail wins over an answer
@@ -158,13 +160,18 @@ def _lines(text: str | None) -> list[str]:
     return [line.strip() for line in (text or "").splitlines() if line.strip()]
 
 
-def facts_said(kb, facts: Mapping[str, Any], lines: Sequence[str]) -> dict[str, Any]:
-    """`facts` after reading each typed line as the session did, the later line winning."""
+def facts_said(
+    kb, facts: Mapping[str, Any], lines: Sequence[str], description: bool = False
+) -> dict[str, Any]:
+    """`facts` after reading each typed line as the session did, the later line winning; a
+    `description` also by its nearest examples (`text_leans`), as the session reads one."""
     from ..reasoning.engine import facts_from_text
+    from .readers import facts_with_leans
 
     facts = dict(facts)
     for line in lines:
-        facts.update(facts_from_text(kb, line))
+        found = facts_from_text(kb, line)
+        facts.update(facts_with_leans(kb, found, line) if description else found)
     return facts
 
 

@@ -80,11 +80,16 @@ class Interview:
         text = text.strip()
         if not text:
             return {}
+        from .readers import facts_with_leans
+
         self.description = text
         found = engine.facts_from_text(self.kb, text)
-        if found:
-            self.text_facts = found
-            self.facts.update(found)
+        # and how near the story is to each cause's reports: it moves the ranking, yet it is
+        # no fact the user stated, so it is not among what the session says it understood
+        with_leans = facts_with_leans(self.kb, found, text)
+        if with_leans:
+            self.text_facts = with_leans
+            self.facts.update(with_leans)
         return found
 
     def next_question(self) -> AskedQuestion | None:

@@ -27,6 +27,31 @@ def read_question(kb, text: str):
     return reread(kb, understand(kb, text))
 
 
+def description_facts(kb, text: str) -> dict[str, Any]:
+    """The facts of a user's description of their set-up: the lexicon's, and how near the
+    text is to the examples of each cause (`text_leans`, which the engine adds to the causes'
+    log-odds). The session's description and `ask` read a description this way; a detail
+    typed later is read by the lexicon alone (it changes facts, it is no new story)."""
+    from ..reading.understand import understand
+
+    understood = understand(kb, text)
+    return facts_with_leans(kb, understood.facts, understood.text)
+
+
+def facts_with_leans(kb, facts: Mapping[str, Any], text: str) -> dict[str, Any]:
+    """`facts` with the `text_leans` of `text` (none for an empty text)."""
+    from ..reading.retrieve import cause_leans, index_for, nearest
+    from ..reasoning.engine import TEXT_LEANS
+
+    facts = dict(facts)
+    if text.strip():
+        index, calibration = index_for(kb)
+        leans = cause_leans(nearest(index, text), calibration)
+        if leans:
+            facts[TEXT_LEANS] = leans
+    return facts
+
+
 def read_post(kb, text: str) -> tuple[Post, list[str]]:
     """The post's parts and the sentences that ask (the lexicon's question cues), in order."""
     from ..reading.understand import understand
