@@ -712,31 +712,7 @@ _GENERAL: dict = {}
 
 def _advises(kb: KnowledgeBase, facts: Mapping[str, Any]) -> bool:
     """Whether these facts lead to advice (some fix proven for every plausible cause)."""
-    key = _facts_key(facts)
-    if key is None:
-        return bool(_advice(kb, facts))
-    return per_object(_ADVISES, kb.causes, _any_advice, _RANKINGS_KEPT, kb, facts, key=key)
-
-
-_ADVISES: dict = {}
-
-
-def _any_advice(kb: KnowledgeBase, facts: Mapping[str, Any]) -> bool:
-    """`plan_fixes` cut short: stop at the first fix that is advice."""
-    ranked = rank_causes(kb, facts)
-    plausible = safety.plausible_causes(ranked, facts, settings(kb))
-    seen: set[str] = set()
-    for ranked_cause in plausible:
-        for fix_id in ranked_cause.cause.fixes:
-            if fix_id in seen:
-                continue
-            seen.add(fix_id)
-            fix = kb.fixes[fix_id]
-            if fix.kind == "diagnostic" or _not_for_these_facts(fix, facts):
-                continue
-            if safety.proven(fix, plausible, facts):
-                return True
-    return False
+    return bool(_advice(kb, facts))
 
 
 # ---------------------------------------------------------------------------- decision table
@@ -822,7 +798,9 @@ def _rows(
 
 
 def _advice(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedFix, ...]:
-    """The advice for these facts; remembered, since the table revisits the same answers."""
+    """The advice for these facts: `plan_fixes(...)[0]`. Remembered per fact set, since the
+    table revisits the same answers; whether there is any (`_advises`) is read from it too,
+    so each fact set is planned once."""
     key = _facts_key(facts)
     if key is None:
         return _plan_advice(kb, facts)
@@ -830,7 +808,26 @@ def _advice(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedFix, ...
 
 
 def _plan_advice(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedFix, ...]:
-    return plan_fixes(kb, rank_causes(kb, facts), facts)[0]
+    """`plan_fixes(...)[0]` without the diagnostics and warnings nobody reads here (the
+    decision table plans ~50 fact sets a run). A fix is advice when a plausible cause lists
+    it, it is not pointless, applied or to be avoided here, and it is proven for every
+    plausible cause (`plan_fixes` through `safety.judge`); its score and owners are
+    `plan_fixes`'s, and so is the order: by score, ties in the order first listed."""
+    plausible = safety.plausible_causes(rank_causes(kb, facts), facts, settings(kb))
+    scores: dict[str, float] = {}
+    owners: dict[str, list[str]] = {}
+    for ranked_cause in plausible:
+        for position, fix_id in enumerate(ranked_cause.cause.fixes):
+            if kb.fixes[fix_id].kind != "diagnostic":
+                score = ranked_cause.probability * (0.8**position)
+                scores[fix_id] = max(scores.get(fix_id, 0.0), score)
+                owners.setdefault(fix_id, []).append(ranked_cause.id)
+    advice = []
+    for fix_id, score in sorted(scores.items(), key=lambda item: -item[1]):
+        fix = kb.fixes[fix_id]
+        if not _not_for_these_facts(fix, facts) and safety.proven(fix, plausible, facts):
+            advice.append(RankedFix(fix, score, tuple(owners[fix_id])))
+    return tuple(advice)
 
 
 _ADVICE: dict = {}
