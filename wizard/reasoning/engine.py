@@ -10,7 +10,8 @@ entropy) about the cause.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from itertools import islice
 from types import MappingProxyType
 
 from ..common.memo import per_object
@@ -375,8 +376,14 @@ def _unique(items: list) -> list:
 
 
 def instantiate(kb: KnowledgeBase, modules: Iterable[str]) -> list[AskedQuestion]:
-    """Every question as it could be asked, per-module ones once per revealed module."""
-    modules = list(modules)
+    """Every question as it could be asked, per-module ones once per revealed module (made
+    once per rules and modules: the decision table asks for them ~30 times a report)."""
+    modules = tuple(modules)
+    made = per_object(_INSTANTIATED, kb.questions, _instantiated, 64, kb, modules, key=modules)
+    return list(made)
+
+
+def _instantiated(kb: KnowledgeBase, modules: tuple[str, ...]) -> tuple[AskedQuestion, ...]:
     asked: list[AskedQuestion] = []
     for question in kb.questions:
         if question.for_each == "unused_modules":
@@ -384,7 +391,10 @@ def instantiate(kb: KnowledgeBase, modules: Iterable[str]) -> list[AskedQuestion
                 asked.append(AskedQuestion(question, f"{question.id}:{module}", {"module": module}))
         else:
             asked.append(AskedQuestion(question, question.id))
-    return asked
+    return tuple(asked)
+
+
+_INSTANTIATED: dict = {}
 
 
 def is_open(asked: AskedQuestion, facts: Mapping[str, Any], answered: Iterable[str]) -> bool:
@@ -736,7 +746,7 @@ def decision_table(
     candidates = _splitting_candidates(kb, facts, answered, modules, min(depth, 2))
     # one level down only the question that would come next is tried: the table stays short
     # and the search cheap
-    for asked in candidates if depth > 1 else candidates[:1]:
+    for asked in candidates if depth > 1 else islice(candidates, 1):
         rows = _rows(kb, facts, asked, answered, modules, advised, depth)
         if rows:
             return rows, asked
@@ -749,25 +759,27 @@ def _splitting_candidates(
     answered: Iterable[str],
     modules: tuple[str, ...],
     lookahead: int = 2,
-) -> list[AskedQuestion]:
+) -> Iterator[AskedQuestion]:
     """Open questions that could split the causes: the interview's next question first (the
     one toward a fix, whatever its purpose), then the diagnostic ones, then the tailoring
-    ones, each in rules order."""
+    ones, each in rules order. Made as they are tried: the table mostly stops at the first
+    or second, and one level down it tries one only, so the others are never tested open."""
     answered = set(answered)
     first = next_question(kb, facts, answered, modules, 0, lookahead)
-    open_ = [
-        a
-        for a in instantiate(kb, modules)
-        if a.question.kind == "select" and is_open(a, facts, answered)
-    ]
-    ordered = sorted(
-        open_,
-        key=lambda a: (
-            first is None or a.key != first.key,
-            a.question.purpose != "diagnose",
-        ),
-    )
-    return ordered
+    first_key = None if first is None else first.key
+    selects = [a for a in instantiate(kb, modules) if a.question.kind == "select"]
+    for is_first, diagnoses in _CANDIDATE_PLACES:
+        for a in selects:
+            if (
+                (a.key == first_key) is is_first
+                and (a.question.purpose == "diagnose") is diagnoses
+                and is_open(a, facts, answered)
+            ):
+                yield a
+
+
+# (the interview's next question?, a diagnostic one?): the order candidates are tried in
+_CANDIDATE_PLACES = ((True, True), (True, False), (False, True), (False, False))
 
 
 def _rows(
