@@ -216,7 +216,8 @@ def _ranking(causes: tuple, holding: int) -> tuple[RankedCause, ...]:
         if entry is None:
             entry = made[key] = _scored(cause, evidence, holding)
         scored.append(entry)
-        top = max(top, entry[1])
+        if entry[1] > top:  # max() without a call per cause
+            top = entry[1]
     weights = [math.exp(s - top) for _, s, _, _ in scored]
     total = sum(weights) or 1.0
     ranked = [
@@ -889,11 +890,12 @@ def _narrows(
 
 
 def _not_for_these_facts(fix: Fix, facts: Mapping[str, Any]) -> bool:
-    """Applied already, pointless, or to be avoided here."""
-    return any(
-        condition is not None and condition_holds(condition, facts)
-        for condition in (fix.pointless_when, fix.avoid_when, fix.already_on)
-    )
+    """Applied already, pointless, or to be avoided here (a loop, not any(...) over a
+    generator: the decision table asks this ~250 times a report)."""
+    for condition in (fix.pointless_when, fix.avoid_when, fix.already_on):
+        if condition is not None and condition_holds(condition, facts):
+            return True
+    return False
 
 
 # ---------------------------------------------------------------------------- free text
