@@ -10,7 +10,8 @@ entropy) about the cause.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from itertools import islice
 from types import MappingProxyType
 
 from ..common.memo import per_object
@@ -249,7 +250,8 @@ def _ranking(causes: tuple, holding: int) -> tuple[RankedCause, ...]:
         if entry is None:
             entry = made[key] = _scored(cause, evidence, holding)
         scored.append(entry)
-        top = max(top, entry[1])
+        if entry[1] > top:  # max() without a call per cause
+            top = entry[1]
     weights = [math.exp(s - top) for _, s, _, _ in scored]
     total = sum(weights) or 1.0
     ranked = [
@@ -419,8 +421,14 @@ def _with_reason(ranked: RankedCause, reason) -> tuple:
 
 
 def instantiate(kb: KnowledgeBase, modules: Iterable[str]) -> list[AskedQuestion]:
-    """Every question as it could be asked, per-module ones once per revealed module."""
-    modules = list(modules)
+    """Every question as it could be asked, per-module ones once per revealed module (made
+    once per rules and modules: the decision table asks for them ~30 times a report)."""
+    modules = tuple(modules)
+    made = per_object(_INSTANTIATED, kb.questions, _instantiated, 64, kb, modules, key=modules)
+    return list(made)
+
+
+def _instantiated(kb: KnowledgeBase, modules: tuple[str, ...]) -> tuple[AskedQuestion, ...]:
     asked: list[AskedQuestion] = []
     for question in kb.questions:
         if question.for_each == "unused_modules":
@@ -428,7 +436,10 @@ def instantiate(kb: KnowledgeBase, modules: Iterable[str]) -> list[AskedQuestion
                 asked.append(AskedQuestion(question, f"{question.id}:{module}", {"module": module}))
         else:
             asked.append(AskedQuestion(question, question.id))
-    return asked
+    return tuple(asked)
+
+
+_INSTANTIATED: dict = {}
 
 
 def is_open(asked: AskedQuestion, facts: Mapping[str, Any], answered: Iterable[str]) -> bool:
@@ -756,31 +767,7 @@ _GENERAL: dict = {}
 
 def _advises(kb: KnowledgeBase, facts: Mapping[str, Any]) -> bool:
     """Whether these facts lead to advice (some fix proven for every plausible cause)."""
-    key = _facts_key(facts)
-    if key is None:
-        return bool(_advice(kb, facts))
-    return per_object(_ADVISES, kb.causes, _any_advice, _RANKINGS_KEPT, kb, facts, key=key)
-
-
-_ADVISES: dict = {}
-
-
-def _any_advice(kb: KnowledgeBase, facts: Mapping[str, Any]) -> bool:
-    """`plan_fixes` cut short: stop at the first fix that is advice."""
-    ranked = rank_causes(kb, facts)
-    plausible = safety.plausible_causes(ranked, facts, settings(kb))
-    seen: set[str] = set()
-    for ranked_cause in plausible:
-        for fix_id in ranked_cause.cause.fixes:
-            if fix_id in seen:
-                continue
-            seen.add(fix_id)
-            fix = kb.fixes[fix_id]
-            if fix.kind == "diagnostic" or _not_for_these_facts(fix, facts):
-                continue
-            if safety.proven(fix, plausible, facts):
-                return True
-    return False
+    return bool(_advice(kb, facts))
 
 
 # ---------------------------------------------------------------------------- decision table
@@ -804,7 +791,7 @@ def decision_table(
     candidates = _splitting_candidates(kb, facts, answered, modules, min(depth, 2))
     # one level down only the question that would come next is tried: the table stays short
     # and the search cheap
-    for asked in candidates if depth > 1 else candidates[:1]:
+    for asked in candidates if depth > 1 else islice(candidates, 1):
         rows = _rows(kb, facts, asked, answered, modules, advised, depth)
         if rows:
             return rows, asked
@@ -817,25 +804,27 @@ def _splitting_candidates(
     answered: Iterable[str],
     modules: tuple[str, ...],
     lookahead: int = 2,
-) -> list[AskedQuestion]:
+) -> Iterator[AskedQuestion]:
     """Open questions that could split the causes: the interview's next question first (the
     one toward a fix, whatever its purpose), then the diagnostic ones, then the tailoring
-    ones, each in rules order."""
+    ones, each in rules order. Made as they are tried: the table mostly stops at the first
+    or second, and one level down it tries one only, so the others are never tested open."""
     answered = set(answered)
     first = next_question(kb, facts, answered, modules, 0, lookahead)
-    open_ = [
-        a
-        for a in instantiate(kb, modules)
-        if a.question.kind == "select" and is_open(a, facts, answered)
-    ]
-    ordered = sorted(
-        open_,
-        key=lambda a: (
-            first is None or a.key != first.key,
-            a.question.purpose != "diagnose",
-        ),
-    )
-    return ordered
+    first_key = None if first is None else first.key
+    selects = [a for a in instantiate(kb, modules) if a.question.kind == "select"]
+    for is_first, diagnoses in _CANDIDATE_PLACES:
+        for a in selects:
+            if (
+                (a.key == first_key) is is_first
+                and (a.question.purpose == "diagnose") is diagnoses
+                and is_open(a, facts, answered)
+            ):
+                yield a
+
+
+# (the interview's next question?, a diagnostic one?): the order candidates are tried in
+_CANDIDATE_PLACES = ((True, True), (True, False), (False, True), (False, False))
 
 
 def _rows(
@@ -866,7 +855,9 @@ def _rows(
 
 
 def _advice(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedFix, ...]:
-    """The advice for these facts; remembered, since the table revisits the same answers."""
+    """The advice for these facts: `plan_fixes(...)[0]`. Remembered per fact set, since the
+    table revisits the same answers; whether there is any (`_advises`) is read from it too,
+    so each fact set is planned once."""
     key = _facts_key(facts)
     if key is None:
         return _plan_advice(kb, facts)
@@ -874,7 +865,26 @@ def _advice(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedFix, ...
 
 
 def _plan_advice(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedFix, ...]:
-    return plan_fixes(kb, rank_causes(kb, facts), facts)[0]
+    """`plan_fixes(...)[0]` without the diagnostics and warnings nobody reads here (the
+    decision table plans ~50 fact sets a run). A fix is advice when a plausible cause lists
+    it, it is not pointless, applied or to be avoided here, and it is proven for every
+    plausible cause (`plan_fixes` through `safety.judge`); its score and owners are
+    `plan_fixes`'s, and so is the order: by score, ties in the order first listed."""
+    plausible = safety.plausible_causes(rank_causes(kb, facts), facts, settings(kb))
+    scores: dict[str, float] = {}
+    owners: dict[str, list[str]] = {}
+    for ranked_cause in plausible:
+        for position, fix_id in enumerate(ranked_cause.cause.fixes):
+            if kb.fixes[fix_id].kind != "diagnostic":
+                score = ranked_cause.probability * (0.8**position)
+                scores[fix_id] = max(scores.get(fix_id, 0.0), score)
+                owners.setdefault(fix_id, []).append(ranked_cause.id)
+    advice = []
+    for fix_id, score in sorted(scores.items(), key=lambda item: -item[1]):
+        fix = kb.fixes[fix_id]
+        if not _not_for_these_facts(fix, facts) and safety.proven(fix, plausible, facts):
+            advice.append(RankedFix(fix, score, tuple(owners[fix_id])))
+    return tuple(advice)
 
 
 _ADVICE: dict = {}
@@ -924,11 +934,12 @@ def _narrows(
 
 
 def _not_for_these_facts(fix: Fix, facts: Mapping[str, Any]) -> bool:
-    """Applied already, pointless, or to be avoided here."""
-    return any(
-        condition is not None and condition_holds(condition, facts)
-        for condition in (fix.pointless_when, fix.avoid_when, fix.already_on)
-    )
+    """Applied already, pointless, or to be avoided here (a loop, not any(...) over a
+    generator: the decision table asks this ~250 times a report)."""
+    for condition in (fix.pointless_when, fix.avoid_when, fix.already_on):
+        if condition is not None and condition_holds(condition, facts):
+            return True
+    return False
 
 
 # ---------------------------------------------------------------------------- free text
