@@ -6,6 +6,9 @@
 .venv/bin/python bench/right_fix.py --check      # the truth tables against tests/ddp/measured.json
 .venv/bin/python bench/right_fix.py --sentences tests/fixtures/sentences/fresh_2026-12-04b.yaml
                                                  # a fresh batch's sentences alone (prints only)
+.venv/bin/python bench/right_fix.py --corpus tests/fixtures/real/fresh_2026-12-04d
+                                                 # a fresh batch of pastes alone (prints only):
+                                                 # what triage reads, then the right-fix table
 
 A truthful user is simulated through the public command line only (never the engine's
 functions, so the benchmark keeps working while the engine changes): the first report comes
@@ -125,9 +128,9 @@ def family_example(family: str, number: int, workdir: str) -> str:
     return str(path)
 
 
-def corpus_cases(truths: dict) -> list[Case]:
+def corpus_cases(truths: dict, folder: Path = CORPUS) -> list[Case]:
     cases = []
-    for meta_path in sorted(CORPUS.glob("*.yaml")):
+    for meta_path in sorted(folder.glob("*.yaml")):
         meta = yaml.safe_load(meta_path.read_text(encoding="utf-8"))
         if not isinstance(meta, dict) or not meta.get("cause"):
             continue
@@ -782,6 +785,50 @@ def identify(screen: str, questions: dict) -> tuple[str, str | None]:
     return best[1], best[2]
 
 
+# ---------------------------------------------------------------------------- --corpus
+
+
+def reading_lines(folder: Path, workdir: str) -> list[str]:
+    """What `triage --json` reads in each paste of `folder`, against its .yaml: the family, the
+    names and indices, and the thread's cause among the first one and two causes."""
+    lines = ["| paste | split | family (expected → read) | names/indices | cause | top-1 | top-2 |"]
+    lines.append("|---" * 7 + "|")
+    totals = {"family": [0, 0], "names": [0, 0], "top-1": [0, 0], "top-2": [0, 0]}
+    for meta_path in sorted(folder.glob("*.yaml")):
+        meta = yaml.safe_load(meta_path.read_text(encoding="utf-8"))
+        report = run_cli(["triage", str(meta_path.with_suffix(".txt"))], workdir)
+        findings = report.get("findings") or []
+        family = (report.get("family") or "none") if findings else "none"
+        names = {n for f in findings for n in f.get("unused_parameter_names") or []}
+        indices = {i for f in findings for i in f.get("unused_parameter_indices") or []}
+        want_indices = meta.get("indices") or []
+        if isinstance(want_indices, str):
+            low, high = (int(v) for v in want_indices.split("-"))
+            want_indices = range(low, high + 1)
+        causes = [c["id"] for c in report.get("causes") or []] if findings else []
+        marks = {"family": family == meta["family"]}
+        if meta.get("names") or want_indices:
+            marks["names"] = names == set(meta.get("names") or []) and indices == set(want_indices)
+        if meta.get("cause"):
+            marks["top-1"] = meta["cause"] in causes[:1]
+            marks["top-2"] = meta["cause"] in causes[:2]
+        for key, ok in marks.items():
+            totals[key][0] += ok
+            totals[key][1] += 1
+        cells = [
+            ("ok" if marks[k] else "MISS") if k in marks else "–"
+            for k in ("names", "top-1", "top-2")
+        ]
+        lines.append(
+            f"| {meta_path.stem} | {meta.get('split', 'development')} | {meta['family']} → "
+            f"{family} | {cells[0]} | {meta.get('cause') or '–'} "
+            f"({', '.join(causes[:2]) or 'none'}) | {cells[1]} | {cells[2]} |"
+        )
+    lines.append("")
+    lines.append(", ".join(f"{k} {ok}/{n}" for k, (ok, n) in totals.items()))
+    return lines
+
+
 # ---------------------------------------------------------------------------- --check
 
 
@@ -846,6 +893,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FILE",
         help="only the sentences of FILE (a fresh batch); prints the table, writes nothing",
     )
+    parser.add_argument(
+        "--corpus",
+        metavar="DIR",
+        help="only the pastes of DIR (a fresh batch, corpus format); prints, writes nothing",
+    )
     args = parser.parse_args(argv)
     truths = load_truths()
     if args.check:
@@ -857,6 +909,16 @@ def main(argv: list[str] | None = None) -> int:
             outcomes = run_all(cases, truths, workdir)
             print("\n".join(table_lines(outcomes)))
             print("\n".join(miss_lines(outcomes)))
+        return 0
+    if args.corpus:
+        folder = Path(args.corpus).resolve()  # the CLI runs in a temporary directory
+        with tempfile.TemporaryDirectory(prefix="right-fix-") as workdir:
+            print("\n".join(reading_lines(folder, workdir)), "\n")
+            outcomes = run_all(corpus_cases(truths, folder), truths, workdir)
+            print("\n".join(table_lines(outcomes)))
+            print("\n".join(miss_lines(outcomes)))
+            if args.json_out:
+                write_json(outcomes, Path(args.json_out))
         return 0
     with tempfile.TemporaryDirectory(prefix="right-fix-") as workdir:
         cases = quick_cases(truths, workdir) if args.quick else all_cases(truths, workdir)
@@ -870,23 +932,28 @@ def main(argv: list[str] | None = None) -> int:
         before = Path(args.before).read_text(encoding="utf-8") if args.before else kept_before()
         write_report(outcomes, truths, session, before)
         if args.json_out:
-            dump = [
-                {
-                    "case": o.case.id,
-                    "source": o.case.source,
-                    "group": o.case.group,
-                    "cause": o.case.cause,
-                    "reached_at": o.reached_at,
-                    "runs": [
-                        {"variant": r.variant, "given": r.given, "stop": r.stop, "fixes": r.fixes}
-                        for r in o.runs
-                    ],
-                }
-                for o in outcomes
-            ]
-            Path(args.json_out).write_text(json.dumps(dump, indent=1), encoding="utf-8")
+            write_json(outcomes, Path(args.json_out))
     print(f"wrote {OUT.relative_to(ROOT)}")
     return 0
+
+
+def write_json(outcomes: list[Outcome], path: Path) -> None:
+    """The per-case results (`--json`)."""
+    dump = [
+        {
+            "case": o.case.id,
+            "source": o.case.source,
+            "group": o.case.group,
+            "cause": o.case.cause,
+            "reached_at": o.reached_at,
+            "runs": [
+                {"variant": r.variant, "given": r.given, "stop": r.stop, "fixes": r.fixes}
+                for r in o.runs
+            ],
+        }
+        for o in outcomes
+    ]
+    path.write_text(json.dumps(dump, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":
