@@ -293,3 +293,16 @@ def test_a_descriptions_nearest_examples_move_the_ranking_and_say_so():
     assert report.causes[0].id == low.id
     assert report.causes[0].reason == tr(KB, "reason_text_lean", "zh")
     assert [r.id for r in engine.rank_causes(KB, facts)] == [r.id for r in alone]
+
+
+def test_a_descriptions_nearest_examples_never_lift_a_cause_its_facts_rule_out():
+    """The flag on rules out a module never called (it rescues one, measured): however much a
+    description sounds like such reports, that cause stays where the facts put it."""
+    facts = {"family": "unfinished_reduction", "find_unused_enabled": True}
+    rule_out = engine.settings(KB)["rule_out_weight"]
+    alone = engine.rank_causes(KB, facts)
+    excluded = [r for r in alone if any(e.weight <= -rule_out for e in r.fired)]
+    assert "unused_module" in [r.id for r in excluded]
+    leaned = engine.rank_causes(KB, {**facts, engine.TEXT_LEANS: (("unused_module", 30.0),)})
+    assert [r.id for r in leaned] == [r.id for r in alone]
+    assert [r.probability for r in leaned] == [r.probability for r in alone]

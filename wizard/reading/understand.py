@@ -206,11 +206,24 @@ class _Lexicon:
     question: _Words
     question_start: _Words
     message_reference: _Words
+    quoted_message: _Words
     topics: tuple[tuple[str, str, Mapping[str, Any], _Words], ...]
     aspects: tuple[tuple[str, _Words, _Words], ...]  # id, strong cues, weak cues
 
 
 _COMPILED: dict[int, tuple[KnowledgeBase, _Lexicon]] = {}
+# the word lists of `cues:` in lexicon.yaml, each a field of _Lexicon of the same name
+_CUE_LISTS = (
+    "negation",
+    "not_negation",
+    "advice",
+    "hedge",
+    "clause_break",
+    "question",
+    "question_start",
+    "message_reference",
+    "quoted_message",
+)
 
 
 def _compile(kb: KnowledgeBase) -> _Lexicon:
@@ -258,14 +271,7 @@ def _compile(kb: KnowledgeBase) -> _Lexicon:
     lexicon = _Lexicon(
         terms=terms,
         readings=tuple(readings),
-        negation=_words(cues.get("negation", [])),
-        not_negation=_words(cues.get("not_negation", [])),
-        advice=_words(cues.get("advice", [])),
-        hedge=_words(cues.get("hedge", [])),
-        clause_break=_words(cues.get("clause_break", [])),
-        question=_words(cues.get("question", [])),
-        question_start=_words(cues.get("question_start", [])),
-        message_reference=_words(cues.get("message_reference", [])),
+        **{name: _words(cues.get(name, [])) for name in _CUE_LISTS},
         topics=tuple(topics),
         aspects=tuple(
             (a["id"], _words(a["match"]), _words(a.get("weak", []))) for a in raw.get("aspects", [])
@@ -320,9 +326,14 @@ def understand(kb: KnowledgeBase, text: str) -> Understanding:
     lexicon = _compile(kb)
     units = _Units(text)
     doc = _Doc(text)
-    everywhere = {name: words.spans(doc) for name, words in lexicon.terms.items()}
+    sentences = _sentences(text)
+    quoted = _quoted_message(lexicon, doc, sentences)
+    everywhere = {
+        name: [s for s in words.spans(doc) if not _overlaps(s, quoted)]
+        for name, words in lexicon.terms.items()
+    }
     found: list[Reading] = []
-    for start, end in _sentences(text):
+    for start, end in sentences:
         hits = {}
         for name, spans in everywhere.items():
             inside = [s for s in spans if start <= s[0] and s[1] <= end]
@@ -363,6 +374,21 @@ def understand(kb: KnowledgeBase, text: str) -> Understanding:
         is_question=is_question,
         intent=intent,
     )
+
+
+def _quoted_message(
+    lexicon: _Lexicon, doc: _Doc, sentences: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """The spans of an error or warning quoted in the text, from a wording of PyTorch's or a
+    framework's own message (`cues: quoted_message`) to the end of its sentence: "You can
+    enable unused parameter detection by passing find_unused_parameters=True" is the message
+    talking, not the user saying the flag is on (the triage of the message reads what it
+    does say)."""
+    spans = []
+    for begin, end in lexicon.quoted_message.spans(doc):
+        closing = next((e for s, e in sentences if s <= begin < e), end)
+        spans.append((begin, max(end, closing)))
+    return spans
 
 
 def points_at_a_message(kb: KnowledgeBase, text: str) -> bool:

@@ -204,7 +204,9 @@ def _rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCau
             table.forget()
         ranked = _ranking(table.causes, holding)
         if leans:
-            ranked = _leaned(ranked, dict(leans), kb.messages.get("reason_text_lean"))
+            reason = kb.messages.get("reason_text_lean")
+            ruled_out = settings(kb)["rule_out_weight"]
+            ranked = _leaned(ranked, dict(leans), reason, ruled_out)
         table.rankings[key] = ranked
     return ranked
 
@@ -216,10 +218,21 @@ def _rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCau
 TEXT_LEANS = "text_leans"
 
 
-def _leaned(ranked: tuple[RankedCause, ...], leans: dict[str, float], reason) -> tuple:
-    """`ranked` with each cause's lean added to its log-odds; the cause the description is
-    nearest to says so among its reasons: after what the text says outright, before the
-    generic reasons of the error family (the order of `_reason_order`)."""
+def _leaned(
+    ranked: tuple[RankedCause, ...], leans: dict[str, float], reason, rule_out: float
+) -> tuple:
+    """`ranked` with each cause's lean added to its log-odds, bar the causes evidence rules
+    out (`rule_out_weight` against them, as the safety rule reads it): a text that sounds like
+    a cause's reports does not bring back a cause what it says excludes. The cause the
+    description is nearest to says so among its reasons: after what the text says outright,
+    before the generic reasons of the error family (the order of `_reason_order`)."""
+    leans = {
+        rc.id: leans[rc.id]
+        for rc in ranked
+        if rc.id in leans and all(e.weight > -rule_out for e in rc.fired)
+    }
+    if not leans:
+        return ranked
     nearest = max(leans, key=leans.get) if reason is not None else None
     scored = [(rc, rc.score + leans.get(rc.id, 0.0)) for rc in ranked]
     top = max(score for _, score in scored)
