@@ -9,7 +9,11 @@ and Chinese works as English does. `combine` decides between the two readers wit
 fitted on the corpus's `dev` half (`calibration` in examples.yaml), and says when neither is
 clear enough to answer: then `ask` offers the best readings as choices ("did you mean").
 
-Pure: text + examples in, similarities out. Imported only on the `ask` path.
+A description is read by it too: its similarity to each cause's examples becomes that cause's
+lean in the engine's ranking (`cause_leans`).
+
+Pure: text + examples in, similarities out. Imported only where free text is read (`ask`, the
+session's description and follow-ups, a saved session's replay), never by `triage`.
 """
 
 from __future__ import annotations

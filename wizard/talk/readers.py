@@ -3,7 +3,8 @@
 The lexicon (understand.py) and the nearest examples (retrieve.py) are combined by
 `retrieve.decide`; a post is split into prose and quoted logs by post.py. This module puts
 them together for the command and renders the choices offered when the reading is not
-clear. Imported only on the `ask` path and by the session's follow-ups.
+clear. Imported on the `ask` path, by the session's description and follow-ups, and by the
+replay of a saved session's description.
 """
 
 from __future__ import annotations
@@ -27,19 +28,11 @@ def read_question(kb, text: str):
     return reread(kb, understand(kb, text))
 
 
-def description_facts(kb, text: str) -> dict[str, Any]:
-    """The facts of a user's description of their set-up: the lexicon's, and how near the
-    text is to the examples of each cause (`text_leans`, which the engine adds to the causes'
-    log-odds). The session's description and `ask` read a description this way; a detail
-    typed later is read by the lexicon alone (it changes facts, it is no new story)."""
-    from ..reading.understand import understand
-
-    understood = understand(kb, text)
-    return facts_with_leans(kb, understood.facts, understood.text)
-
-
 def facts_with_leans(kb, facts: Mapping[str, Any], text: str) -> dict[str, Any]:
-    """`facts` with the `text_leans` of `text` (none for an empty text)."""
+    """`facts` with how near `text` is to each cause's examples (`text_leans`, which the
+    engine adds to the causes' log-odds; none for an empty text). The session's description,
+    `ask` and a saved session's `said:` read a description this way; a detail typed later is
+    read by the lexicon alone (it changes facts, it is no new story)."""
     from ..reading.retrieve import cause_leans, index_for, nearest
     from ..reasoning.engine import TEXT_LEANS
 
