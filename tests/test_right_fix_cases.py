@@ -184,3 +184,24 @@ def test_the_flag_silencing_the_error_rules_out_a_loss_built_outside_the_outputs
     assert first(fails) == "loss_outside_outputs"
     assert first(works) != "loss_outside_outputs"
     assert "loss_from_forward_outputs" not in advised(works)
+
+
+def test_two_forwards_with_checkpointing_that_is_the_trigger_gets_non_reentrant(tmp_path):
+    """Two forwards before one backward also point at DDP's buffer broadcast (an in-place
+    error), but once the user says the error goes away with checkpointing off, a cause that
+    does not depend on checkpointing is out: the report advises `use_reentrant=False`
+    instead of "it depends" between it and `broadcast_buffers=False`."""
+    said = "our forward runs twice before one backward(), with gradient checkpointing on"
+    truth = {
+        "gradient_checkpointing": "reentrant",
+        "error_without_checkpointing": "yes",
+        "module_never_called": "no",
+        "step_pattern": "checkpointing",
+        "framework": "pytorch",
+    }
+    doc, asked = truthful(
+        tmp_path, {"said": said}, truth, REAL / "unused_module__nodebug__spawn.txt"
+    )
+    assert len(asked) <= 3, asked
+    assert advised(doc)[:1] == ["checkpoint_non_reentrant"], (asked, doc["plausible_causes"])
+    assert "broadcast_buffers_false" not in advised(doc)
