@@ -205,3 +205,58 @@ def test_two_forwards_with_checkpointing_that_is_the_trigger_gets_non_reentrant(
     assert len(asked) <= 3, asked
     assert advised(doc)[:1] == ["checkpoint_non_reentrant"], (asked, doc["plausible_causes"])
     assert "broadcast_buffers_false" not in advised(doc)
+
+
+FORWARD_TWICE = "we run forward twice before one backward()"
+WARNING = (
+    "[W reducer.cpp:1360] Warning: find_unused_parameters=True was specified in DDP "
+    "constructor, but did not find any unused parameters in the forward pass. This flag "
+    "results in an extra traversal of the autograd graph every iteration,  which can "
+    "adversely affect performance. If your model indeed never has any unused parameters in "
+    "the forward pass, consider turning this flag off. (function operator())\n"
+)
+
+
+def test_two_forwards_and_no_paste_ask_which_error_first(tmp_path):
+    """With nothing pasted, "forward twice before one backward" fits DDP's buffer broadcast,
+    which raises autograd's in-place error, not the usual one: the first question is which
+    error the job stops with, and the in-place one leads straight to
+    `broadcast_buffers=False`."""
+    truth = {"error_kind": "inplace", "framework": "pytorch"}
+    doc, asked = truthful(tmp_path, {"said": FORWARD_TWICE}, truth, None)
+    assert asked == ["error_kind"], asked
+    assert advised(doc)[:1] == ["broadcast_buffers_false"], doc["plausible_causes"]
+    assert doc["family"] == "inplace_modification"
+
+
+def test_two_forwards_with_the_usual_error_never_get_the_buffer_fix(tmp_path):
+    """The same sentence from a user whose job stops with the usual error (and whose model
+    has a submodule `forward` never calls): the buffer broadcast is ruled out and the
+    report reaches a fix for the unused module."""
+    truth = {"error_kind": "reduction", "module_never_called": "yes", "framework": "pytorch"}
+    doc, asked = truthful(tmp_path, {"said": FORWARD_TWICE}, truth, None)
+    assert asked[0] == "error_kind" and len(asked) <= 3, asked
+    assert "buffer_inplace" not in doc["plausible_causes"]
+    assert advised(doc)[:1] in (["remove_unused_module"], ["find_unused_parameters"])
+    assert "broadcast_buffers_false" not in advised(doc)
+
+
+def test_a_pasted_reduction_error_rules_out_the_buffer_broadcast(tmp_path):
+    """Pasted, the usual error is known: two forwards no longer bring in a cause that can
+    only raise the in-place error, and the question about the error is not asked."""
+    said = {"said": FORWARD_TWICE}
+    doc = report(tmp_path, said, REAL / "unused_module__nodebug__spawn.txt")
+    assert "buffer_inplace" not in doc["plausible_causes"]
+    assert (doc["splitting_question"] or {}).get("id") != "error_kind"
+
+
+def test_the_warning_with_two_backward_calls_does_not_say_turn_the_flag_off(tmp_path):
+    """ "The flag found nothing unused" printed by a job that calls `backward()` twice a
+    step: turning the flag off brings the error back, so the report must not advise it."""
+    paste = tmp_path / "warning.txt"
+    paste.write_text(WARNING, encoding="utf-8")
+    truth = {"backward_layout": "shared", "framework": "pytorch"}
+    doc, asked = truthful(tmp_path, {"step_pattern": "backward_many"}, truth, paste)
+    assert advised(doc), (asked, doc["plausible_causes"])
+    assert "disable_find_unused" not in advised(doc)
+    assert "needless_find_unused" not in doc["plausible_causes"]

@@ -467,8 +467,17 @@ def is_open(asked: AskedQuestion, facts: Mapping[str, Any], answered: Iterable[s
 
 def contradicts(option: Option, facts: Mapping[str, Any]) -> bool:
     """The option says the opposite of a fact already known (an earlier answer, the paste):
-    a row or a branch built on it would describe another user."""
-    return any(facts.get(key, value) != value for key, value in option.sets.items())
+    a row or a branch built on it would describe another user. The error family is known
+    only when its error was pasted (`seen_<family>`); with nothing pasted the usual one is
+    assumed (`engine: default_family`), and an answer naming another error replaces it."""
+    for key, value in option.sets.items():
+        if facts.get(key, value) != value and (key != "family" or _family_seen(facts)):
+            return True
+    return False
+
+
+def _family_seen(facts: Mapping[str, Any]) -> bool:
+    return bool(facts.get(f"seen_{facts.get('family')}"))
 
 
 def apply_answer(
