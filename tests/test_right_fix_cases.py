@@ -260,3 +260,14 @@ def test_the_warning_with_two_backward_calls_does_not_say_turn_the_flag_off(tmp_
     assert advised(doc), (asked, doc["plausible_causes"])
     assert "disable_find_unused" not in advised(doc)
     assert "needless_find_unused" not in doc["plausible_causes"]
+
+
+def test_the_warning_in_a_framework_that_changed_says_turn_the_flag_off_there(tmp_path):
+    """A Lightning user sees "the flag found nothing unused" after a change: the warning
+    itself says the flag is on, so the framework's setting is not what is missing, and the
+    report advises turning it off in Lightning's own spelling instead of "it depends"."""
+    paste = tmp_path / "warning.txt"
+    paste.write_text(WARNING, encoding="utf-8")
+    doc = report(tmp_path, {"step_pattern": "worked_before", "framework": "lightning"}, paste)
+    assert advised(doc)[:1] == ["disable_find_unused"], doc["plausible_causes"]
+    assert 'strategy="ddp"' in " ".join(str(v) for v in doc["fixes"][0].values())
