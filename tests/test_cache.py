@@ -213,3 +213,20 @@ def test_a_damaged_packed_lexicon_is_read_again_from_the_yaml(tmp_path, packed):
     assert result.returncode == 0, result.err
     assert result.out == no_cache.out
     assert not os.path.exists("/tmp/ddp-doctor-pwned")
+
+
+def test_an_edited_rules_file_is_read_again_even_at_the_same_size(tmp_path):
+    """The cache is keyed on what `stat` says of each rules file, not on its bytes: a user
+    who edits their own rules sees the edit on the next run, also when the file keeps its
+    size (one word for another)."""
+    rules = tmp_path / "rules"
+    (rules / "messages").mkdir(parents=True)
+    mine = rules / "messages" / "mine.yaml"
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "DDP_DOCTOR_RULES": str(rules)}
+    said = []
+    for word in ("apple", "lemon"):
+        mine.write_text(f"no_known_error:\n  en: '{word} here'\n  zh: '{word} 这里'\n", "utf-8")
+        result = cli("triage", "--format", "markdown", "-", input="hello\n", env=env)
+        said.append(result.out)
+    assert "apple here" in said[0] and "lemon here" in said[1], said
+    assert (tmp_path / "cache" / "ddp-doctor").is_dir()  # the cache was in use

@@ -50,3 +50,36 @@ def test_shell_comments_start_a_word_and_not_inside_quotes():
     pieces = highlight("echo 'a # b' x#y  # note\n# whole line\n", "bash")
     comments = [text for text, style in pieces if style == STYLES["comment"]]
     assert comments == ["# note", "# whole line"]
+
+
+def _tokenize_styles(code: str) -> list[tuple[str, str]]:
+    """What Python's own `tokenize` calls each styled token of `code` (the reference the
+    small scanner replaced, to save its import and regex compile at start-up)."""
+    import io
+    import keyword
+    import tokenize
+
+    kinds = {tokenize.COMMENT: "comment", tokenize.STRING: "string", tokenize.NUMBER: "number"}
+    out, defining = [], False
+    for token in tokenize.generate_tokens(io.StringIO(code).readline):
+        kind = kinds.get(token.type)
+        if token.type == tokenize.NAME:
+            if keyword.iskeyword(token.string):
+                kind = "keyword"
+            elif defining:
+                kind = "definition"
+            defining = token.string in ("def", "class")
+        if kind:
+            out.append((token.string, STYLES[kind]))
+    return out
+
+
+PYTHON = [s for s in SNIPPETS if s[2] == "python"]
+
+
+@pytest.mark.parametrize(("where", "code", "language"), PYTHON, ids=[s[0] for s in PYTHON])
+def test_snippets_are_coloured_as_python_itself_reads_them(where, code, language):
+    """Every piece the report colours is a token `tokenize` gives that style, and every
+    token it styles is coloured: the same colours as before the scanner replaced it."""
+    coloured = [(text, style) for text, style in highlight(code, language) if style]
+    assert coloured == _tokenize_styles(code), where

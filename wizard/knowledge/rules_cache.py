@@ -1,15 +1,15 @@
 """The rules cache: parsed, validated rules as plain data, so that most runs skip YAML.
 
 It lives in `$XDG_CACHE_HOME/ddp-doctor` (default `~/.cache/ddp-doctor`), one file per set
-of rules files (`rules-KEY.marshal`, KEY a hash of their paths and bytes and of the Python
-version). The payload is JSON, or `marshal` for the rules (`codec`): the rules are read on
-every run, and `marshal.loads` reads them in a third of the time `json.loads` takes, without
-decoding UTF-8 first. `marshal` is not meant for data from others, and it need not be: a
-cache file is read only under the checks below (our own file, in our own private folder,
-with the digest of what we wrote), and it is plain data (dicts, lists, strings, numbers),
-checked for its shape by the loader like the JSON was. In a shared or
-hostile place (`HOME=/tmp` in a container, a CI runner) another user could plant a cache
-or a symlink there, so:
+of rules files (`rules-KEY.marshal`, KEY a hash of their paths, of what `stat` says of each
+(size, times, inode: kb._file_stamp) and of the Python version). The payload is JSON, or
+`marshal` for the rules (`codec`): the rules are read on every run, and `marshal.loads`
+reads them in a third of the time `json.loads` takes, without decoding UTF-8 first.
+`marshal` is not meant for data from others, and it need not be: a cache file is read only
+under the checks below (our own file, in our own private folder, with the digest of what we
+wrote), and it is plain data (dicts, lists, strings, numbers), checked for its shape by the
+loader like the JSON was. In a shared or hostile place (`HOME=/tmp` in a container, a CI
+runner) another user could plant a cache or a symlink there, so:
 
 - the folder is created 0700 and used only if it is a real folder (not a symlink) owned by
   this user and writable by no one else; it is opened once and everything else happens
