@@ -1078,5 +1078,8 @@ def emit(
         from rich.console import Console
 
         console = Console(file=stream, highlight=False, width=usable_width())
+        # rich asks the terminal (three descriptors) and the environment for its size at
+        # every line it prints; a report takes milliseconds, so the size is read once
+        console.size = console.size
         print_rich(kb, report, console, full=full, more=more)
     stream.flush()
