@@ -271,3 +271,16 @@ def test_the_warning_in_a_framework_that_changed_says_turn_the_flag_off_there(tm
     doc = report(tmp_path, {"step_pattern": "worked_before", "framework": "lightning"}, paste)
     assert advised(doc)[:1] == ["disable_find_unused"], doc["plausible_causes"]
     assert 'strategy="ddp"' in " ".join(str(v) for v in doc["fixes"][0].values())
+
+
+def test_the_warning_with_reentrant_checkpointing_is_not_blamed_on_checkpointing(tmp_path):
+    """Reentrant checkpointing with the flag on stops with "marked as ready twice" or
+    leaves parameters unused (measured: none of its scenarios prints the warning), so a
+    user who only sees the warning and says they checkpoint (reentrant) is not left with
+    "it depends" on checkpointing."""
+    paste = tmp_path / "warning.txt"
+    paste.write_text(WARNING, encoding="utf-8")
+    answers = {"step_pattern": "checkpointing", "gradient_checkpointing": "reentrant"}
+    doc = report(tmp_path, {**answers, "framework": "pytorch"}, paste)
+    assert "gradient_checkpointing" not in doc["plausible_causes"]
+    assert advised(doc)[:1] == ["disable_find_unused"], doc["plausible_causes"]

@@ -859,21 +859,44 @@ def _rows(
     depth: int,
 ) -> tuple[ConditionalFix, ...]:
     conf = settings(kb)
-    rows: list[ConditionalFix] = []
-    for option in asked.options:
-        if not option.sets or contradicts(option, facts):
-            continue
+    options = [o for o in asked.options if o.sets and not contradicts(o, facts)]
+    per_option: list[list[ConditionalFix]] = []
+    for option in options:
         hypothetical = {**facts, **option.sets}
         fixes = _advice(kb, hypothetical) if _advises(kb, hypothetical) else ()
         new = [f for f in fixes if f.id not in advised][: conf["conditional_per_answer"]]
         step = Answer(asked, option)
+        rows: list[ConditionalFix] = []
         if new:
-            rows += [ConditionalFix(f, (step,)) for f in new]
+            rows = [ConditionalFix(f, (step,)) for f in new]
         elif depth > 1:
             deeper = [*answered, asked.key]
             nested, _ = decision_table(kb, hypothetical, deeper, modules, advised, depth - 1)
-            rows += [ConditionalFix(r.fix, (step, *r.answers)) for r in nested]
-    return tuple(rows[: conf["conditional_rows"]])
+            rows = [ConditionalFix(r.fix, (step, *r.answers)) for r in nested]
+        per_option.append(rows)
+    return _within_limit(kb, facts, options, per_option, conf["conditional_rows"])
+
+
+def _within_limit(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    options: list[Option],
+    per_option: list[list[ConditionalFix]],
+    limit: int,
+) -> tuple[ConditionalFix, ...]:
+    """The rows of a table, at most `limit`, in the question's order. When they do not all
+    fit, those of the answers a user is likeliest to give are kept: a row cut for length
+    is then one that few readers would have needed."""
+    if sum(len(rows) for rows in per_option) <= limit:
+        return tuple(row for rows in per_option for row in rows)
+    answered = [{**facts, **o.sets} for o in options]
+    likely = _answer_likelihoods(kb, facts, options, answered)
+    kept, room = set(), limit
+    for i in sorted(range(len(options)), key=lambda i: (-likely[i], i)):
+        if 0 < len(per_option[i]) <= room:
+            kept.add(i)
+            room -= len(per_option[i])
+    return tuple(row for i, rows in enumerate(per_option) if i in kept for row in rows)
 
 
 def _advice(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedFix, ...]:
