@@ -284,3 +284,22 @@ def test_the_warning_with_reentrant_checkpointing_is_not_blamed_on_checkpointing
     doc = report(tmp_path, {**answers, "framework": "pytorch"}, paste)
     assert "gradient_checkpointing" not in doc["plausible_causes"]
     assert advised(doc)[:1] == ["disable_find_unused"], doc["plausible_causes"]
+
+
+def test_the_warning_with_several_summed_losses_asks_what_tells_them_apart(tmp_path):
+    """Several losses summed into one `backward()` and the warning: an ignored output, a
+    second `backward()` or a branch would each need the flag, and the interview now asks
+    about them in this family too, so the truthful user who has none of them is told to
+    turn the flag off instead of "if the cause is ..."."""
+    paste = tmp_path / "warning.txt"
+    paste.write_text(WARNING, encoding="utf-8")
+    truth = {
+        "backward_calls": "one",
+        "forward_unused_outputs": "no",
+        "conditional_modules": "none",
+        "framework": "pytorch",
+    }
+    answers = {"step_pattern": "several_losses", "all_losses_summed": "yes"}
+    doc, asked = truthful(tmp_path, answers, truth, paste)
+    assert len(asked) <= 4, asked
+    assert advised(doc)[:1] == ["disable_find_unused"], (asked, doc["plausible_causes"])
