@@ -606,8 +606,15 @@ def _file_stamp(path: str) -> bytes:
         info = os.stat(path)
     except OSError:  # the cache misses; reading it again says what is wrong
         return b"<unreadable>"
-    fields = (info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
-    return ("/".join(map(str, (*fields, info.st_dev))) + "\0").encode()
+    stamp = (
+        info.st_mode,
+        info.st_size,
+        info.st_mtime_ns,
+        info.st_ctime_ns,
+        info.st_ino,
+        info.st_dev,
+    )
+    return ("/".join(map(str, stamp)) + "\0").encode()
 
 
 def _cache_name(paths: list[str]) -> str:

@@ -860,9 +860,9 @@ def _rows(
 ) -> tuple[ConditionalFix, ...]:
     conf = settings(kb)
     options = [o for o in asked.options if o.sets and not contradicts(o, facts)]
+    answered_facts = [{**facts, **o.sets} for o in options]
     per_option: list[list[ConditionalFix]] = []
-    for option in options:
-        hypothetical = {**facts, **option.sets}
+    for option, hypothetical in zip(options, answered_facts):
         fixes = _advice(kb, hypothetical) if _advises(kb, hypothetical) else ()
         new = [f for f in fixes if f.id not in advised][: conf["conditional_per_answer"]]
         step = Answer(asked, option)
@@ -874,23 +874,25 @@ def _rows(
             nested, _ = decision_table(kb, hypothetical, deeper, modules, advised, depth - 1)
             rows = [ConditionalFix(r.fix, (step, *r.answers)) for r in nested]
         per_option.append(rows)
-    return _within_limit(kb, facts, options, per_option, conf["conditional_rows"])
+    limit = conf["conditional_rows"]
+    return _within_limit(kb, facts, options, answered_facts, per_option, limit)
 
 
 def _within_limit(
     kb: KnowledgeBase,
     facts: Mapping[str, Any],
     options: list[Option],
+    answered_facts: list[dict[str, Any]],
     per_option: list[list[ConditionalFix]],
     limit: int,
 ) -> tuple[ConditionalFix, ...]:
     """The rows of a table, at most `limit`, in the question's order. When they do not all
     fit, those of the answers a user is likeliest to give are kept: a row cut for length
-    is then one that few readers would have needed."""
+    is then one that few readers would have needed. `answered_facts`: the facts after each
+    option, as the rows were planned."""
     if sum(len(rows) for rows in per_option) <= limit:
         return tuple(row for rows in per_option for row in rows)
-    answered = [{**facts, **o.sets} for o in options]
-    likely = _answer_likelihoods(kb, facts, options, answered)
+    likely = _answer_likelihoods(kb, facts, options, answered_facts)
     kept, room = set(), limit
     for i in sorted(range(len(options)), key=lambda i: (-likely[i], i)):
         if 0 < len(per_option[i]) <= room:
