@@ -47,3 +47,10 @@ def test_builtin_regexes_pass_the_timed_probe():
 
 def test_the_probe_stops_a_regex_that_would_run_for_hours():
     assert not regex_guard.runs_in_time(r"(a+)+$", re.MULTILINE, 0.5)
+
+
+def test_a_quadratic_regex_is_refused_however_fast_the_machine():
+    """`(?=(a+))+b` takes 0.1 s on a probing run of a fast machine, well within any budget,
+    and seconds on a long log line: its time grows with the square of the run's length."""
+    assert not regex_guard.runs_in_time(r"(?=(a+))+b", re.MULTILINE, 60.0)
+    assert regex_guard.runs_in_time(r"(?=(a))+b", re.MULTILINE, 60.0)

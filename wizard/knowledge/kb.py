@@ -444,8 +444,9 @@ def _slow_regex(regexes: list[tuple[tuple, str]]) -> tuple | None:
     for where, pattern in regexes:
         if not runs_in_time(pattern, re.MULTILINE, REGEX_BUDGET):
             return where, (
-                f"regex {pattern!r} takes more than {REGEX_BUDGET:g} s on runs of "
-                f"{PROBE_LENGTH} repeated characters (catastrophic backtracking: the rules' "
+                f"regex {pattern!r} takes more than {REGEX_BUDGET:g} s, or time that grows "
+                f"faster than its input, on runs of {PROBE_LENGTH} repeated characters "
+                "(catastrophic backtracking: the rules' "
                 "regexes must stay linear); start it with a literal word, avoid .* twice"
             )
     return None

@@ -11,8 +11,10 @@ loaded (never while scanning):
   character the inner repeat cannot match (`(?:\\w+\\.)+` is linear). The built-in rules
   pass it (a test checks), so user rules meet the same bar.
 - `runs_in_time` tries the regex on runs of its own characters ending in a failing one and
-  stops it after a budget (Python's regex engine checks signals, so SIGALRM interrupts it).
-  It catches what the static check cannot see (back-references, lookarounds).
+  stops it after a budget (Python's regex engine checks signals, so SIGALRM interrupts it),
+  and refuses one whose time grows faster than its input (a quadratic regex can be quick on
+  a fast machine's probe). It catches what the static check cannot see (back-references,
+  lookarounds).
 """
 
 from __future__ import annotations
@@ -269,13 +271,35 @@ def runs_in_time(pattern: str, flags: int, budget: float) -> bool:
     previous = signal.signal(signal.SIGALRM, _alarm)
     try:
         signal.setitimer(signal.ITIMER_REAL, budget)
-        for unit in units:
-            run = unit * (PROBE_LENGTH // len(unit))
-            for end in _PROBE_ENDS:
-                regex.search(run + end)
-        return True
+        return not any(_grows_too_fast(regex, unit, end) for unit in units for end in _PROBE_ENDS)
     except _TimeUp:
         return False
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+# A quadratic regex is quick enough on one probing run of a fast machine to pass the budget
+# (`(?=(a+))+b`: 0.1 s on 20,000 characters), and seconds on a 10 MB log line. So the run is
+# also timed at a quarter of its length: a linear regex takes ~4x as long on the whole run, a
+# quadratic one ~16x. Only a whole run slower than _GROWTH_FLOOR is judged, and a suspect one
+# is timed again (the best of three), so a pause of the machine refuses nothing.
+_SUPERLINEAR = 8.0
+_GROWTH_FLOOR = 0.02  # seconds: a linear regex needs about a millisecond on a whole run
+
+
+def _grows_too_fast(regex: re.Pattern, unit: str, end: str) -> bool:
+    from time import perf_counter
+
+    whole = unit * (PROBE_LENGTH // len(unit)) + end
+    quarter = unit * (PROBE_LENGTH // 4 // len(unit)) + end
+    small = large = float("inf")
+    for _ in range(3):
+        start = perf_counter()
+        regex.search(quarter)
+        middle = perf_counter()
+        regex.search(whole)
+        small, large = min(small, middle - start), min(large, perf_counter() - middle)
+        if large < _GROWTH_FLOOR or large < _SUPERLINEAR * small:
+            return False
+    return True
