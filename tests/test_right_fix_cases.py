@@ -303,3 +303,34 @@ def test_the_warning_with_several_summed_losses_asks_what_tells_them_apart(tmp_p
     doc, asked = truthful(tmp_path, answers, truth, paste)
     assert len(asked) <= 4, asked
     assert advised(doc)[:1] == ["disable_find_unused"], (asked, doc["plausible_causes"])
+
+
+def _ask(said: str) -> dict:
+    result = cli("ask", "--json", "--lang", "en", said)
+    assert result.returncode == 0, result.err
+    return json.loads(result.out)
+
+
+def test_no_framework_question_when_every_framework_gets_the_same_code(tmp_path):
+    """A task loss left out of the total: the fix is plain Python in the training step, the
+    same for Lightning as for plain PyTorch, so the interview ends without asking the framework
+    (it used to, for nothing) and the code printed is what a Lightning user would have got."""
+    said = "two task heads, but I forgot to add the second task's loss to the total loss"
+    doc = _ask(said)
+    assert advised(doc) == ["include_all_task_losses"]
+    assert doc["next_question"] is None
+    told = report(tmp_path, {"said": said, "framework": "lightning"})
+    assert [f["snippet"] for f in told["fixes"]] == [f["snippet"] for f in doc["fixes"]]
+
+
+def test_the_framework_is_still_asked_when_it_changes_the_code(tmp_path):
+    """Two losses from one forward, a backward() on each: the fix has a Lightning spelling
+    (manual optimisation), so the framework is the next question, and a Lightning answer
+    changes the code printed."""
+    said = "two losses from one forward pass, and I call backward on each"
+    doc = _ask(said)
+    assert advised(doc)[0] == "sum_losses_single_backward"
+    assert doc["next_question"]["id"] == "framework"
+    lightning = report(tmp_path, {"said": said, "framework": "lightning"})
+    assert advised(lightning)[0] == "sum_losses_single_backward"
+    assert lightning["fixes"][0]["snippet"] != doc["fixes"][0]["snippet"]

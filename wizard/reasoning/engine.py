@@ -25,6 +25,7 @@ from ..knowledge.conditions import (  # condition_state is re-exported
 from ..knowledge.kb import Cause, Evidence, Fix, KnowledgeBase, Option, Outcome, Question, Text
 from ..reading.triage import Finding, TriageResult
 from . import safety
+from .tailoring import DEFAULT_FRAMEWORK, FRAMEWORK_FACT, printed_key
 
 # typing is only read by type checkers: importing it costs start-up time
 TYPE_CHECKING = False
@@ -48,8 +49,6 @@ DEFAULT_SETTINGS = {
     "shown_findings": 3,  # errors the interview lists as found in the paste
 }
 UNSURE = "unsure"
-FRAMEWORK_FACT = "framework"
-DEFAULT_FRAMEWORK = "pytorch"
 
 
 # ---------------------------------------------------------------------------- results
@@ -552,13 +551,18 @@ def next_question(
     asked_count: int = 0,
     lookahead: int = 2,
     unsure_count: int = 0,
+    tailor_check: bool = True,
 ) -> AskedQuestion | None:
     """The question to ask now, or None when the interview is over. `lookahead`: how many
     answers the search for a fix looks ahead (1 is cheaper, for the decision table's
     second level). `unsure_count`: answers of "I don't know" so far; each takes one
     question from the extra budget toward a fix, so a user who cannot tell is not kept
-    long. Options that deny a known fact are not offered."""
-    asked = _next_question(kb, facts, answered, modules, asked_count, lookahead, unsure_count)
+    long. Options that deny a known fact are not offered. `tailor_check`: a tailoring
+    question is asked only if some answer changes what is printed (`_tailors`); the
+    decision table, which only orders its candidates by this question, skips the check."""
+    asked = _next_question(
+        kb, facts, answered, modules, asked_count, lookahead, unsure_count, tailor_check
+    )
     if asked is None:
         return None
     denied = frozenset(o.value for o in asked.question.options if o.sets and contradicts(o, facts))
@@ -573,6 +577,7 @@ def _next_question(
     asked_count: int,
     lookahead: int,
     unsure_count: int,
+    tailor_check: bool,
 ) -> AskedQuestion | None:
     answered = set(answered)
     conf = settings(kb)
@@ -609,7 +614,35 @@ def _next_question(
             return best
     if asked_count >= conf["max_questions"]:
         return None  # the questions beyond the usual budget are for a fix, not for tailoring
-    return tailoring[0] if tailoring else None
+    return next((a for a in tailoring if not tailor_check or _tailors(kb, facts, a)), None)
+
+
+def _tailors(kb: KnowledgeBase, facts: Mapping[str, Any], asked: AskedQuestion) -> bool:
+    """Some answer changes what the report prints (tailoring.py): a framework question is
+    not worth a keypress when every fix the report can show (advice, the table's rows, the
+    other fixes of the causes in play) is spelled the same for every framework. With no
+    advice yet it is asked: the answers still to come may lead to any fix."""
+    if not _advises(kb, facts):
+        return True
+    now = _printed(kb, facts)
+    return any(
+        _printed(kb, {**facts, **option.sets}) != now
+        for option in asked.options
+        if option.sets and not contradicts(option, facts)
+    )
+
+
+def _printed(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple:
+    """The advice in its order, and how every fix in play would be spelled."""
+    advice = tuple(entry.fix.id for entry in _advice(kb, facts))
+    return advice, printed_key(kb, _fixes_in_play(kb, facts), facts)
+
+
+def _fixes_in_play(kb: KnowledgeBase, facts: Mapping[str, Any]) -> list[Fix]:
+    """Every fix a plausible cause lists, in the causes' order: what a report can show."""
+    plausible = safety.plausible_causes(rank_causes(kb, facts), facts, settings(kb))
+    ids = dict.fromkeys(fix_id for ranked in plausible for fix_id in ranked.cause.fixes)
+    return [kb.fixes[fix_id] for fix_id in ids]
 
 
 # ---------------------------------------------------------------------------- toward a fix
@@ -832,7 +865,7 @@ def _splitting_candidates(
     ones, each in rules order. Made as they are tried: the table mostly stops at the first
     or second, and one level down it tries one only, so the others are never tested open."""
     answered = set(answered)
-    first = next_question(kb, facts, answered, modules, 0, lookahead)
+    first = next_question(kb, facts, answered, modules, 0, lookahead, tailor_check=False)
     first_key = None if first is None else first.key
     selects = [a for a in instantiate(kb, modules) if a.question.kind == "select"]
     for is_first, diagnoses in _CANDIDATE_PLACES:
