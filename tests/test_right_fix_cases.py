@@ -301,7 +301,8 @@ def test_the_warning_with_several_summed_losses_asks_what_tells_them_apart(tmp_p
     }
     answers = {"step_pattern": "several_losses", "all_losses_summed": "yes"}
     doc, asked = truthful(tmp_path, answers, truth, paste)
-    assert len(asked) <= 4, asked
+    # the framework changes nothing on the way (every answer of it led to the same rows)
+    assert len(asked) <= 3 and "framework" not in asked, asked
     assert advised(doc)[:1] == ["disable_find_unused"], (asked, doc["plausible_causes"])
 
 

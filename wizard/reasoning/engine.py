@@ -846,11 +846,17 @@ def decision_table(
     candidates = _splitting_candidates(kb, facts, answered, modules, min(depth, 2))
     # one level down only the question that would come next is tried: the table stays short
     # and the search cheap
+    passed_over: tuple[tuple[ConditionalFix, ...], AskedQuestion] | None = None
     for asked in candidates if depth > 1 else islice(candidates, 1):
-        rows = _rows(kb, facts, asked, answered, modules, advised, depth)
-        if rows:
+        rows, splits = _rows(kb, facts, asked, answered, modules, advised, depth)
+        if rows and splits:
             return rows, asked
-    return (), None
+        if rows and passed_over is None:
+            # every answer leads to the same rows through the next question, so this one
+            # splits nothing (the framework before "does forward return outputs the loss
+            # ignores?"): those rows stand without it, unless a question that splits comes
+            passed_over = rows, rows[0].answers[0].asked
+    return passed_over or ((), None)
 
 
 def _splitting_candidates(
@@ -890,11 +896,14 @@ def _rows(
     modules: tuple[str, ...],
     advised: set[str],
     depth: int,
-) -> tuple[ConditionalFix, ...]:
+) -> tuple[tuple[ConditionalFix, ...], bool]:
+    """The table's rows for this question, and whether its answers lead to different rows."""
     conf = settings(kb)
     options = [o for o in asked.options if o.sets and not contradicts(o, facts)]
     answered_facts = [{**facts, **o.sets} for o in options]
     per_option: list[list[ConditionalFix]] = []
+    after_this: set[tuple] = set()  # each answer's rows through the next question
+    decides = False  # some answer makes a fix advice by itself
     for option, hypothetical in zip(options, answered_facts):
         fixes = _advice(kb, hypothetical) if _advises(kb, hypothetical) else ()
         new = [f for f in fixes if f.id not in advised][: conf["conditional_per_answer"]]
@@ -902,13 +911,22 @@ def _rows(
         rows: list[ConditionalFix] = []
         if new:
             rows = [ConditionalFix(f, (step,)) for f in new]
+            decides = True
         elif depth > 1:
             deeper = [*answered, asked.key]
             nested, _ = decision_table(kb, hypothetical, deeper, modules, advised, depth - 1)
             rows = [ConditionalFix(r.fix, (step, *r.answers)) for r in nested]
+            after_this.add(tuple((r.fix.id, _steps(r.answers)) for r in nested))
         per_option.append(rows)
+    if len(after_this) == 1 and not decides:  # the rows stand without this question
+        rows = next((rows for rows in per_option if rows), [])
+        return tuple(replace(row, answers=row.answers[1:]) for row in rows), False
     limit = conf["conditional_rows"]
-    return _within_limit(kb, facts, options, answered_facts, per_option, limit)
+    return _within_limit(kb, facts, options, answered_facts, per_option, limit), True
+
+
+def _steps(answers: tuple[Answer, ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((a.asked.key, a.option.value) for a in answers)
 
 
 def _within_limit(
