@@ -263,3 +263,53 @@ def test_decision_table_in_markdown_and_chinese():
             str(REAL / "unused_module__nodebug__spawn.txt"),
         )
         assert heading in result.out and marker in result.out
+
+
+def test_below_an_advised_fix_the_table_names_its_question_and_where_it_leads(tmp_path):
+    """After a clear fix the table is about other fixes, for a question the user was not
+    asked: the short report says so, names that question (its rows name only answers), and
+    says which fix the one more question can lead to (it used to read "It depends on your
+    code", then "If you answer “Yes, reentrant”, one more question decides: ...")."""
+    answers = tmp_path / "answers.json"
+    answers.write_text(
+        json.dumps(
+            {
+                "revealed_module:head_b": "output_ignored",
+                "multitask": "yes",
+                "all_losses_summed": "no",
+            }
+        ),
+        encoding="utf-8",
+    )
+    paste = REAL / "multitask_missing_loss__info__spawn.txt"
+    for lang, heading, question, lead, old in (
+        (
+            "en",
+            "Other fixes, depending on your code",
+            "Do you use gradient (activation) checkpointing?",
+            "can lead to: Use non-reentrant gradient checkpointing",
+            "It depends on your code",
+        ),
+        (
+            "zh",
+            "其他修复方案，取决于你的代码",
+            "是否使用了梯度检查点",
+            "可能就要：改用非可重入的梯度检查点",
+            "取决于你的代码",
+        ),
+    ):
+        args = [
+            "--answers",
+            str(answers),
+            "--paste",
+            str(paste),
+            "--format",
+            "rich",
+            "--lang",
+            lang,
+        ]
+        result = cli(*args, env={"COLUMNS": "400"})
+        assert result.returncode == 0, result.err
+        assert "Put every task" in result.out or "把每个任务的 loss" in result.out
+        assert heading in result.out and question in result.out and lead in result.out
+        assert old not in [line.strip() for line in result.out.splitlines()]

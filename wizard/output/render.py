@@ -545,9 +545,10 @@ def _conditional_markdown(kb: KnowledgeBase, report: Report) -> list[str]:
     if not report.conditional:
         return []
     lang = report.lang
-    out = [f"## {tr(kb, 'conditional_heading', lang)}", ""]
-    if report.splitting_question and not report.fixes:
-        out += [tr(kb, "conditional_intro", lang, question=f"**{report.splitting_question}**"), ""]
+    heading, intro = _conditional_texts(report)
+    out = [f"## {tr(kb, heading, lang)}", ""]
+    if intro:
+        out += [tr(kb, intro, lang, question=f"**{report.splitting_question}**"), ""]
     out += [f"- {sentence}" for sentence in conditional_sentences(kb, report)]
     out.append("")
     shown, others = conditional_code(report)
@@ -559,6 +560,17 @@ def _conditional_markdown(kb: KnowledgeBase, report: Report) -> list[str]:
             view = row.fix
             out += [f"**{view.title}**", "", f"```{view.language}", view.code, "```", ""]
     return out
+
+
+def _conditional_texts(report: Report) -> tuple[str, str | None]:
+    """The table's heading and the line naming its question (message keys). Below an advised
+    fix the table is about other fixes, and its question is one the user was not asked: the
+    rows name only its answers, so the line names it."""
+    after_fix = bool(report.fixes)
+    heading = "conditional_heading_after_fix" if after_fix else "conditional_heading"
+    if not report.splitting_question:
+        return heading, None
+    return heading, "conditional_intro_after_fix" if after_fix else "conditional_intro"
 
 
 SHOWN_CONDITIONAL_CODE = 2  # the decision table prints the code of this many fixes
@@ -878,9 +890,10 @@ def _rich_conditional(out: _Out, report: Report, full: bool) -> None:
     the code of each fix with `--all` (markdown always has it)."""
     if not report.conditional:
         return
-    out.heading(out.t("conditional_heading"), "cyan")
-    if report.splitting_question and not report.fixes:
-        out.para(out.t("conditional_intro", question=report.splitting_question))
+    heading, intro = _conditional_texts(report)
+    out.heading(out.t(heading), "cyan")
+    if intro:
+        out.para(out.t(intro, question=report.splitting_question))
     sentences = conditional_sentences(out.kb, report) if full else compact_sentences(out.kb, report)
     for sentence in sentences:
         out.para(out.inline("• ") + out.inline(sentence), indent=2)
@@ -900,6 +913,9 @@ def _rich_conditional(out: _Out, report: Report, full: bool) -> None:
     out.blank()
 
 
+NAMED_AFTER_ONE_MORE = 2  # the compact table names this many fixes behind a question, or counts
+
+
 def compact_sentences(kb: KnowledgeBase, report: Report) -> list[str]:
     """The decision table in a few lines: one per answer of the deciding question (its fixes,
     or the question that follows it), one for the causes that question leaves out."""
@@ -907,12 +923,15 @@ def compact_sentences(kb: KnowledgeBase, report: Report) -> list[str]:
     joiner = tr(kb, "conditional_or", lang)
     direct: dict[str, list[str]] = {}
     nested: dict[str, str] = {}
+    led_to: dict[str, list[str]] = {}  # the fixes the question after an answer can lead to
     causes: list[str] = []
     for row in report.conditional:
         if row.cause:
             causes.append(kb.cause(row.cause).title.get(lang))
         elif row.then:
             nested.setdefault(row.first, row.then)
+            if row.fix.title not in led_to.setdefault(row.first, []):
+                led_to[row.first].append(row.fix.title)
         elif row.fix.title not in direct.setdefault(row.first, []):
             direct[row.first].append(row.fix.title)
     lines = []
@@ -921,9 +940,13 @@ def compact_sentences(kb: KnowledgeBase, report: Report) -> list[str]:
             fixes = joiner.join(direct[first])
             lines.append(tr(kb, "conditional_row", lang, condition=first, fix=fixes))
         else:
-            lines.append(
-                tr(kb, "conditional_then_ask", lang, condition=first, question=nested[first])
-            )
+            fields = {"condition": first, "question": nested[first]}
+            fixes = led_to[first]
+            if len(fixes) > NAMED_AFTER_ONE_MORE:  # a short table: the count, not the titles
+                lines.append(tr(kb, "conditional_then_choose", lang, count=len(fixes), **fields))
+            else:
+                fix = joiner.join(fixes)
+                lines.append(tr(kb, "conditional_then_ask", lang, fix=fix, **fields))
     if causes:
         lines.append(tr(kb, "conditional_other_causes", lang, causes=joiner.join(causes)))
     return lines
