@@ -313,3 +313,28 @@ def test_below_an_advised_fix_the_table_names_its_question_and_where_it_leads(tm
         assert "Put every task" in result.out or "把每个任务的 loss" in result.out
         assert heading in result.out and question in result.out and lead in result.out
         assert old not in [line.strip() for line in result.out.splitlines()]
+
+
+def test_a_deciding_question_answered_i_dont_know_comes_with_where_to_look(tmp_path):
+    """The table's question may be one the user answered "I don't know" (its rows then say
+    what each answer would lead to): the report says so and prints the question's hint on
+    where to look, instead of only asking it again."""
+    said = "if I disable layer drop everything works; with find_unused_parameters it fails"
+    unsure = dict.fromkeys(
+        ("gradient_checkpointing", "forward_unused_outputs", "backward_calls"), "unsure"
+    )
+    answers = tmp_path / "answers.json"
+    for lang, told, hint in (
+        ("en", "a question you could not answer yet", "Where to look: `torch.utils.checkpoint`"),
+        ("zh", "一个你刚才还答不上来的问题", "可以这样查：比如 `torch.utils.checkpoint`"),
+    ):
+        answers.write_text(json.dumps({"said": said, **unsure}), encoding="utf-8")
+        args = ["--answers", str(answers), "--lang", lang]
+        doc = json.loads(cli(*args, "--json").out)
+        assert doc["fixes"] == [] and doc["splitting_question"]["id"] == "gradient_checkpointing"
+        text = " ".join(cli(*args, "--format", "markdown").out.split())
+        assert told in text and hint in text
+        # a user who has not been asked it yet is asked it, with no such hint
+        answers.write_text(json.dumps({"said": said}), encoding="utf-8")
+        text = " ".join(cli(*args, "--format", "markdown").out.split())
+        assert told not in text

@@ -15,6 +15,7 @@ from ..common.record import record
 from ..common.version import __version__
 from ..knowledge.kb import KnowledgeBase, Text
 from ..reasoning.engine import (
+    UNSURE,
     AskedQuestion,
     ConditionalFix,
     Diagnosis,
@@ -93,6 +94,7 @@ class Report:
     notes: tuple[str, ...]
     conditional: tuple[ConditionalView, ...] = ()
     splitting_question: str | None = None  # its text
+    splitting_help: str | None = None  # how to find out, when the user answered "I don't know"
 
 
 def module_expression(module: str) -> str:
@@ -316,7 +318,19 @@ def build_report(kb: KnowledgeBase, diagnosis: Diagnosis, lang: str) -> Report:
         splitting_question=question_text(diagnosis.splitting_question, lang)
         if diagnosis.splitting_question and diagnosis.conditional
         else None,
+        splitting_help=_help_if_unsure(diagnosis, lang),
     )
+
+
+def _help_if_unsure(diagnosis: Diagnosis, lang: str) -> str | None:
+    """The deciding question's hint on where to look, when the user already answered it "I
+    don't know": asking it again would lead nowhere, the hint tells what to check."""
+    asked = diagnosis.splitting_question
+    if asked is None or not diagnosis.conditional or asked.question.help is None:
+        return None
+    if diagnosis.answers.get(asked.key) != UNSURE:
+        return None
+    return fill_quietly(asked.question.help.get(lang), prose_fields(asked.fields))
 
 
 def fact_sources(kb: KnowledgeBase, diagnosis: Diagnosis) -> dict[str, str]:
@@ -548,7 +562,8 @@ def _conditional_markdown(kb: KnowledgeBase, report: Report) -> list[str]:
     heading, intro = _conditional_texts(report)
     out = [f"## {tr(kb, heading, lang)}", ""]
     if intro:
-        out += [tr(kb, intro, lang, question=f"**{report.splitting_question}**"), ""]
+        question = f"**{report.splitting_question}**"
+        out += [tr(kb, intro, lang, question=question, help=report.splitting_help), ""]
     out += [f"- {sentence}" for sentence in conditional_sentences(kb, report)]
     out.append("")
     shown, others = conditional_code(report)
@@ -570,6 +585,8 @@ def _conditional_texts(report: Report) -> tuple[str, str | None]:
     heading = "conditional_heading_after_fix" if after_fix else "conditional_heading"
     if not report.splitting_question:
         return heading, None
+    if report.splitting_help:
+        return heading, "conditional_intro_unsure"
     return heading, "conditional_intro_after_fix" if after_fix else "conditional_intro"
 
 
@@ -893,7 +910,7 @@ def _rich_conditional(out: _Out, report: Report, full: bool) -> None:
     heading, intro = _conditional_texts(report)
     out.heading(out.t(heading), "cyan")
     if intro:
-        out.para(out.t(intro, question=report.splitting_question))
+        out.para(out.t(intro, question=report.splitting_question, help=report.splitting_help))
     sentences = conditional_sentences(out.kb, report) if full else compact_sentences(out.kb, report)
     for sentence in sentences:
         out.para(out.inline("• ") + out.inline(sentence), indent=2)
