@@ -425,3 +425,29 @@ def test_pty_forty_columns():
     code, screen = finish(child)
     assert code == 0 and "Traceback" not in screen
     assert "Likely causes" in screen and "Fix 1" in screen and "loss1 + loss2" in screen
+
+
+def test_a_warning_with_several_losses_is_asked_on_until_a_fix_not_left_at_it_depends():
+    """The unused-parameter warning (the flag found nothing unused), and several losses: the
+    likeliest cause leads clearly, yet no fix is proven for the others, and the session used
+    to ask the framework and stop on "It depends". It now asks the question the table would
+    name, then the next, and a user with one summed loss, one backward() and no ignored output
+    or branch ends with "turn the flag off"."""
+    warning = FIXTURES / "real" / "corpus" / "peft-2308.txt"
+    keys = (
+        choose(option_index("step_pattern", "several_losses"))
+        + choose(option_index("all_losses_summed", "yes"))
+        + choose(option_index("backward_calls", "one"))
+        + choose(option_index("forward_unused_outputs", "no"))
+        + choose(option_index("conditional_modules", "none"))
+        + "n"  # no full report
+        + "n"  # not saved
+        + ENTER  # no follow-up
+    )
+    code, screen = drive(keys, "en", paste_path=str(warning))
+    assert code == 0, screen
+    text = flat(screen)
+    # the help line shown with "Does every task's loss go into the total ...?"
+    assert "Check the line that builds the total" in text
+    assert "Fix 1: Turn find_unused_parameters back off" in text, text[-3000:]
+    assert "It depends on your code" not in text

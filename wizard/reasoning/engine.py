@@ -551,17 +551,18 @@ def next_question(
     asked_count: int = 0,
     lookahead: int = 2,
     unsure_count: int = 0,
-    tailor_check: bool = True,
+    for_interview: bool = True,
 ) -> AskedQuestion | None:
     """The question to ask now, or None when the interview is over. `lookahead`: how many
     answers the search for a fix looks ahead (1 is cheaper, for the decision table's
     second level). `unsure_count`: answers of "I don't know" so far; each takes one
     question from the extra budget toward a fix, so a user who cannot tell is not kept
-    long. Options that deny a known fact are not offered. `tailor_check`: a tailoring
-    question is asked only if some answer changes what is printed (`_tailors`); the
-    decision table, which only orders its candidates by this question, skips the check."""
+    long. Options that deny a known fact are not offered. `for_interview`: the question
+    the interview asks; the decision table, which only orders its candidates by it, skips
+    what the interview adds (a tailoring question only if some answer changes what is
+    printed, `_tailors`; with no advice, the table's own deciding question before the end)."""
     asked = _next_question(
-        kb, facts, answered, modules, asked_count, lookahead, unsure_count, tailor_check
+        kb, facts, answered, modules, asked_count, lookahead, unsure_count, for_interview
     )
     if asked is None:
         return None
@@ -577,7 +578,7 @@ def _next_question(
     asked_count: int,
     lookahead: int,
     unsure_count: int,
-    tailor_check: bool,
+    for_interview: bool,
 ) -> AskedQuestion | None:
     answered = set(answered)
     conf = settings(kb)
@@ -612,9 +613,16 @@ def _next_question(
         best_entropy, _, best = min(scored, key=lambda item: (item[0], item[1]))
         if best_entropy < current - 1e-6:
             return best
+    if not advises and for_interview:
+        # no fix yet and no question that narrows the causes (one may lead clearly with no
+        # fix proven for the others): the question the report would say decides is asked
+        # rather than ending on "it depends" (a session used to stop there)
+        _, deciding = decision_table(kb, facts, answered, modules, set())
+        if deciding is not None:
+            return deciding
     if asked_count >= conf["max_questions"]:
         return None  # the questions beyond the usual budget are for a fix, not for tailoring
-    return next((a for a in tailoring if not tailor_check or _tailors(kb, facts, a)), None)
+    return next((a for a in tailoring if not for_interview or _tailors(kb, facts, a)), None)
 
 
 def _tailors(kb: KnowledgeBase, facts: Mapping[str, Any], asked: AskedQuestion) -> bool:
@@ -871,7 +879,7 @@ def _splitting_candidates(
     ones, each in rules order. Made as they are tried: the table mostly stops at the first
     or second, and one level down it tries one only, so the others are never tested open."""
     answered = set(answered)
-    first = next_question(kb, facts, answered, modules, 0, lookahead, tailor_check=False)
+    first = next_question(kb, facts, answered, modules, 0, lookahead, for_interview=False)
     first_key = None if first is None else first.key
     selects = [a for a in instantiate(kb, modules) if a.question.kind == "select"]
     for is_first, diagnoses in _CANDIDATE_PLACES:
