@@ -8,6 +8,12 @@ paste and from no paste at all, plus no paste with each fact a description can s
 counts where each path ends:
 
     python bench/it_depends.py          # the counts, then the commonest cause-only endings
+    python bench/it_depends.py --session
+
+`--session` walks what the interactive session asks (`next_question` alone, its answer
+budget included, seven answers deep) and counts how its interviews end: with a fix, with a
+table whose deciding question the user answered "I don't know", or stopped while the report
+still names a deciding question never asked (how many answers and "I don't know"s before).
 """
 
 from __future__ import annotations
@@ -75,12 +81,51 @@ def starts(kb):
         yield f"no paste, {said}", None, {"family": family, **facts}
 
 
+SESSION_DEPTH = 7
+
+
+def session_walk(kb, engine, triage, facts, answers, depth, ends) -> None:
+    """One interview path as the session runs it: only the questions it asks itself."""
+    if not depth:
+        ends[f"still asking after {SESSION_DEPTH} answers"] += 1
+        return
+    modules = triage.unused_modules if triage else ()
+    unsure = sum(1 for value in answers.values() if value == engine.UNSURE)
+    asked = engine.next_question(
+        kb, facts, answers.keys(), modules, len(answers), unsure_count=unsure
+    )
+    if asked is None:
+        ends[session_ending(engine.diagnose(kb, triage, facts, answers), answers, unsure)] += 1
+        return
+    for option in asked.options:
+        after = engine.apply_answer(facts, asked, option.value)
+        more = {**answers, asked.key: option.value}
+        session_walk(kb, engine, triage, after, more, depth - 1, ends)
+
+
+def session_ending(diagnosis, answers, unsure: int) -> str:
+    if diagnosis.fixes:
+        return "fix"
+    deciding = diagnosis.splitting_question
+    if deciding is not None and deciding.key not in answers:
+        return f"stopped, deciding question unasked ({len(answers)} answers, {unsure} unsure)"
+    return "table, its question answered unsure" if diagnosis.conditional else "nothing"
+
+
 def main() -> int:
     sys.path.insert(0, str(ROOT))
     from ddp_doctor.knowledge.kb import load
     from ddp_doctor.reasoning import engine
 
     kb = load()
+    if "--session" in sys.argv:
+        ends: Counter = Counter()
+        for _name, triage, facts in starts(kb):
+            session_walk(kb, engine, triage, facts, {}, SESSION_DEPTH, ends)
+        print("| the session ends with | paths |\n|---|---:|")
+        for kind, count in sorted(ends.items(), key=lambda item: (-item[1], item[0])):
+            print(f"| {kind} | {count} |")
+        return 0
     ends: Counter = Counter()
     cause_only: Counter = Counter()
     for name, triage, facts in starts(kb):
