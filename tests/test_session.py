@@ -451,3 +451,20 @@ def test_a_warning_with_several_losses_is_asked_on_until_a_fix_not_left_at_it_de
     assert "Check the line that builds the total" in text
     assert "Fix 1: Turn find_unused_parameters back off" in text, text[-3000:]
     assert "It depends on your code" not in text
+
+
+def test_a_module_named_in_the_description_is_said_and_used_in_the_code():
+    keys = (
+        ENTER  # no paste
+        + "I unfreeze `body` at epoch 5, after wrapping the model in DDP"
+        + ENTER
+        + choose(option_index("framework", "pytorch"))
+        + "y"  # the full report
+        + "n"  # no save
+        + ENTER  # no follow-up
+    )
+    code, screen = drive(keys, "en")
+    assert code == 0, screen
+    text = flat(screen)
+    assert "the module you named: `body`" in text
+    assert "model.body.requires_grad_(False)" in text and "YOUR_MODULE" not in text

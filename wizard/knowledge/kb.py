@@ -29,7 +29,11 @@ if TYPE_CHECKING:
 
 LANGS = ("en", "zh")
 RULE_FILES = ("signatures.yaml", "causes.yaml", "fixes.yaml", "questions.yaml", "lexicon.yaml")
-LEXICON_SECTIONS = ("cues", "terms", "readings", "topics", "aspects")  # lexicon.yaml
+LEXICON_SECTIONS = ("cues", "terms", "readings", "topics", "aspects", "names")  # lexicon.yaml
+# the fact holding the modules a description names (a tuple of attribute paths under the
+# unwrapped model): set by reading/module_names.py from lexicon.yaml `names`, read by the
+# snippets' {module} (output/render.py) when the error named none
+NAMED_MODULES = "named_modules"
 MESSAGES_DIR = "messages"
 # examples for the retrieval reader: read only by `ask` (wizard/reading/retrieve.py), on first use,
 # so that no other command pays for them
@@ -565,8 +569,8 @@ def _find_file(rules_dirs: list[str], name: str) -> str | None:
 
 # Bump when the loader changes what it stores (e.g. _tidy_chinese), so old caches miss.
 # 4: a header line with the payload's size and digest; 5: PIECES_KEY; 6: marshal; 7: CODE_KEY;
-# 8: PACKED_KEY
-CACHE_FORMAT = 8
+# 8: PACKED_KEY; 9: the lexicon's `names` packed with it
+CACHE_FORMAT = 9
 CACHE_CODEC = "marshal"  # rules_cache.py
 # what regex_pieces.py found for each regex, stored beside the rules in the cache
 PIECES_KEY = "regex_pieces"

@@ -13,7 +13,7 @@ from ..common.foreign import code_span, dumps, shorten, shown
 from ..common.i18n import tr
 from ..common.record import record
 from ..common.version import __version__
-from ..knowledge.kb import KnowledgeBase, Text
+from ..knowledge.kb import NAMED_MODULES, KnowledgeBase, Text
 from ..reasoning.engine import (
     UNSURE,
     AskedQuestion,
@@ -122,8 +122,10 @@ def fields_for(
     modules: Sequence[str] = (),
     names: Sequence[str] = (),
 ) -> dict[str, str]:
-    """The {placeholders} filled from what is known: facts, module and parameter names."""
+    """The {placeholders} filled from what is known: facts, module and parameter names (the
+    modules the error names, else those the user's own words named: `named_modules`)."""
     unnamed = UNNAMED_MODULE
+    modules = tuple(modules) or tuple(facts.get(NAMED_MODULES) or ())
     fields = {
         "module": module_expression(modules[0]) if modules else unnamed,
         "modules": ", ".join(module_expression(m) for m in modules) or unnamed,

@@ -19,7 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..knowledge.kb import KnowledgeBase, RulesError, Text
+from ..knowledge.kb import NAMED_MODULES, KnowledgeBase, RulesError, Text
+from .module_names import module_names, name_rules, named_says
 
 USE_THRESHOLD = 0.5  # a fact read with less confidence is shown as a guess, not used
 MAX_CHARS = 20_000  # a description, not a log: longer text is read up to here
@@ -364,6 +365,10 @@ def understand(kb: KnowledgeBase, text: str) -> Understanding:
         # negated reading does not count: in "I can't make it work even with static_graph"
         # the "can't" is about the working.)
         intent = None
+    named = _named_modules(kb, text)
+    if named is not None:  # after the question is told from the description: a name is no set-up
+        found = sorted([*found, named], key=lambda r: -r.confidence)
+        facts = {**facts, **named.facts}
     guesses = tuple(r for r in found if r.confidence < USE_THRESHOLD)
     return Understanding(
         text=text,
@@ -373,6 +378,25 @@ def understand(kb: KnowledgeBase, text: str) -> Understanding:
         guesses=guesses,
         is_question=is_question,
         intent=intent,
+    )
+
+
+def _named_modules(kb: KnowledgeBase, text: str) -> Reading | None:
+    """The modules the text names, as one reading (fact `named_modules`: their attribute
+    paths under the unwrapped model), for the snippets' {module}; None when it names none."""
+    rules = name_rules(kb)
+    names = module_names(rules, text) if rules is not None else []
+    if not names:
+        return None
+    start, end = names[0][1]
+    return Reading(
+        id=NAMED_MODULES,
+        facts={NAMED_MODULES: tuple(name for name, _ in names)},
+        confidence=1.0,
+        span=(start, end),
+        quote=text[start:end],
+        negated=False,
+        says=named_says(rules, (name for name, _ in names)),
     )
 
 

@@ -3,6 +3,7 @@ back, or the problem described in a sentence when there is no error to read."""
 
 from __future__ import annotations
 
+from ..knowledge.kb import NAMED_MODULES
 from .interview import Interview, explain_facts
 
 
@@ -53,6 +54,11 @@ class Opening:
         for question, option in explain_facts(self.kb, found):
             line = f"  ✓ {question.text.get(self.lang)} → {option.label.get(self.lang)}"
             self.console.print(line.replace("{module}", "…"), style="dim", markup=False)
+        if found.get(NAMED_MODULES):  # no question asks it: said as the reader says it
+            from ..reading.module_names import name_rules, named_says
+
+            says = named_says(name_rules(self.kb), found[NAMED_MODULES]).get(self.lang)
+            self.console.print(f"  ✓ {says}", style="dim", markup=False)
 
     def show_findings(self, result) -> None:
         from ..output.render import grouped_findings
