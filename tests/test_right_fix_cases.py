@@ -335,3 +335,44 @@ def test_the_framework_is_still_asked_when_it_changes_the_code(tmp_path):
     lightning = report(tmp_path, {"said": said, "framework": "lightning"})
     assert advised(lightning)[0] == "sum_losses_single_backward"
     assert lightning["fixes"][0]["snippet"] != doc["fixes"][0]["snippet"]
+
+
+def test_an_unused_module_nobody_named_gets_a_fix_after_one_truthful_answer(tmp_path):
+    """No names in the error: "None of these" now also says the loss uses only what `forward`
+    returns, so the fix comes after one answer, not two; a loss built from a hook's features
+    has its own option and gets its own fix."""
+    paste = REAL / "unused_module__nodebug__spawn.txt"
+    doc, asked = truthful(tmp_path, {}, {"step_pattern": "none"}, paste)
+    assert asked == ["step_pattern"]
+    assert advised(doc)[0] == "find_unused_parameters"
+    hooked = REAL / "loss_from_hooked_features__nodebug__spawn.txt"
+    doc, asked = truthful(tmp_path, {}, {"step_pattern": "hidden_tensors"}, hooked)
+    assert asked == ["step_pattern"]
+    assert advised(doc) == ["loss_from_forward_outputs"]
+
+
+def test_a_module_the_error_names_is_asked_about_first_and_leads_to_removing_it(tmp_path):
+    """Named in the error, the module is asked about before the training-step list (its
+    `head_start`): "never called" leads to removing it, with no per-step cost."""
+    paste = REAL / "unused_module__info__spawn.txt"
+    doc, asked = truthful(tmp_path, {}, {"revealed_module:unused": "not_called"}, paste)
+    assert asked == ["revealed_module:unused"]
+    assert advised(doc)[0] == "remove_unused_module"
+
+
+def test_the_hidden_tensors_answer_is_offered_only_where_it_can_be_the_cause():
+    """After the unused-parameter warning alone the job runs and DDP reached every
+    parameter, so "the loss uses tensors forward does not return" is not offered."""
+    from ddp_doctor.knowledge.kb import load
+
+    kb = load()
+    warning = next(f for f in kb.families if f.id == "unused_params_warning").positive[0].text
+    for text, offered in (
+        (warning, False),
+        ((REAL / "unused_module__nodebug__spawn.txt").read_text(encoding="utf-8"), True),
+    ):
+        result = cli("triage", "--json", "-", input=text)
+        question = json.loads(result.out)["splitting_question"]
+        assert question["id"] == "step_pattern"
+        values = [o["value"] for o in question["options"]]
+        assert ("hidden_tensors" in values) is offered, values

@@ -181,6 +181,9 @@ class Option:
     value: str
     label: Text
     sets: Mapping[str, Any]
+    # offered only where this holds (a condition on the facts, like a question's `ask_when`):
+    # an answer that means nothing for the error at hand is not offered (optional)
+    offer_when: Mapping[str, Any] | None = None
 
 
 @record
@@ -200,6 +203,10 @@ class Question:
     # a few words naming what the question asks about ("the framework", "框架"), used where
     # a sentence is assembled around an answer instead of the whole question (optional)
     short: Text | None = None
+    # answers the search toward a fix counts this question as saving (engine's
+    # question_toward_a_fix): a question a user answers at a glance, whose answers lead to the
+    # root cause's own fix rather than a flag, goes first when it costs at most this much more
+    head_start: float = 0.0
 
 
 @record
@@ -880,7 +887,8 @@ def _outcome(raw: dict[str, Any]) -> Outcome:
 
 
 def _option(raw: dict[str, Any]) -> Option:
-    return Option(str(raw["value"]), _text(raw["label"]), _frozen(raw.get("sets")))
+    offer_when = _frozen(raw["offer_when"]) if raw.get("offer_when") else None
+    return Option(str(raw["value"]), _text(raw["label"]), _frozen(raw.get("sets")), offer_when)
 
 
 def _question(raw: dict[str, Any]) -> Question:
@@ -896,6 +904,7 @@ def _question(raw: dict[str, Any]) -> Question:
         limit=int(raw.get("limit", 1)),
         options=tuple(_option(o) for o in raw.get("options", [])),
         short=_text(raw.get("short")),
+        head_start=float(raw.get("head_start", 0.0)),
     )
 
 

@@ -468,7 +468,10 @@ def contradicts(option: Option, facts: Mapping[str, Any]) -> bool:
     """The option says the opposite of a fact already known (an earlier answer, the paste):
     a row or a branch built on it would describe another user. The error family is known
     only when its error was pasted (`seen_<family>`); with nothing pasted the usual one is
-    assumed (`engine: default_family`), and an answer naming another error replaces it."""
+    assumed (`engine: default_family`), and an answer naming another error replaces it.
+    An option whose `offer_when` does not hold is treated alike: it is not offered."""
+    if option.offer_when is not None and not condition_holds(option.offer_when, facts):
+        return True
     for key, value in option.sets.items():
         if facts.get(key, value) != value and (key != "family" or _family_seen(facts)):
             return True
@@ -564,8 +567,12 @@ def next_question(
     asked = _next_question(
         kb, facts, answered, modules, asked_count, lookahead, unsure_count, for_interview
     )
-    if asked is None:
-        return None
+    return None if asked is None else offered(asked, facts)
+
+
+def offered(asked: AskedQuestion, facts: Mapping[str, Any]) -> AskedQuestion:
+    """The question with the options these facts deny left out (`contradicts`): what the
+    session offers, and what the report's deciding question lists."""
     denied = frozenset(o.value for o in asked.question.options if o.sets and contradicts(o, facts))
     return replace(asked, denied=denied) if denied else asked
 
@@ -693,10 +700,13 @@ def question_toward_a_fix(
         return scored[0][1] if scored and scored[0][0] > 0 else None
     worst = 1.0 + 1.0 + _BEYOND_LOOKAHEAD  # every answer without a fix, at its worst
     best_cost, best = worst, None
+    # a question's `head_start` (rules) is taken off its cost, so the bound below allows for
+    # the largest one still to come
+    most = max((asked.question.head_start for _, asked, _ in scored), default=0.0)
     for reach, asked, branches in scored:
-        if 1.0 + 2.0 * (1.0 - reach) >= best_cost - 1e-9:
+        if 1.0 + 2.0 * (1.0 - reach) - most >= best_cost - 1e-9:
             break
-        cost = 1.0
+        cost = 1.0 - asked.question.head_start
         for p, answered_facts, advised in branches:
             if advised:
                 continue
@@ -1119,6 +1129,8 @@ def diagnose(
             upcoming = next_question(kb, all_facts, answered, modules, 0)
             if upcoming is not None and _narrows(kb, all_facts, upcoming, plausible):
                 splitting = upcoming
+    if splitting is not None:
+        splitting = offered(splitting, all_facts)
     return Diagnosis(
         findings=triage.findings if triage else (),
         facts=all_facts,
