@@ -376,3 +376,20 @@ def test_the_hidden_tensors_answer_is_offered_only_where_it_can_be_the_cause():
         assert question["id"] == "step_pattern"
         values = [o["value"] for o in question["options"]]
         assert ("hidden_tensors" in values) is offered, values
+
+
+def test_answers_that_fit_no_known_cause_still_get_the_steps_that_find_the_culprit(tmp_path):
+    """The flag is on and the error stays, yet "None of these", no module never called, no tied
+    weights: no cause ddp-doctor knows is left. The report says so and gives the steps that
+    find the parameters without a gradient, instead of two implausible causes and nothing."""
+    answers = {
+        "said": "I already set find_unused_parameters=True",
+        "step_pattern": "none",
+        "module_never_called": "no",
+        "tied_weights": "no",
+    }
+    for lang, words in (("en", "fit none of the causes"), ("zh", "已知的原因都对不上")):
+        doc = report(tmp_path, answers, lang=lang)
+        assert doc["plausible_causes"] == [] and doc["fixes"] == []
+        assert "print_params_without_grad" in [d["id"] for d in doc["diagnostics"]]
+        assert any(words in note for note in doc["notes"])

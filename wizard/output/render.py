@@ -383,10 +383,14 @@ def _first_sentence(text: str) -> str:
 
 
 def _notes(kb: KnowledgeBase, diagnosis: Diagnosis, lang: str) -> list[str]:
-    """Observations about the text itself (rules: `notes` in signatures.yaml)."""
-    if not diagnosis.findings:
-        return []
-    return [n.text.get(lang) for n in kb.notes if condition_holds(n.when, diagnosis.facts)]
+    """Observations about the text itself (rules: `notes` in signatures.yaml), and that the
+    answers fit no known cause when none is plausible any more."""
+    notes = []
+    if diagnosis.answers and not diagnosis.plausible and diagnosis.diagnostics:
+        notes.append(tr(kb, "note_no_cause_fits", lang))
+    if diagnosis.findings:
+        notes += [n.text.get(lang) for n in kb.notes if condition_holds(n.when, diagnosis.facts)]
+    return notes
 
 
 # ---------------------------------------------------------------------------- JSON

@@ -353,6 +353,21 @@ def leads_clearly(kb: KnowledgeBase, ranked: tuple[RankedCause, ...]) -> bool:
     )
 
 
+def _diagnostic_causes(
+    ranked: tuple[RankedCause, ...], plausible: tuple[RankedCause, ...], conf: Mapping[str, Any]
+) -> list[RankedCause]:
+    """The causes whose steps that find the culprit are shown: the first and the likely ones
+    of those listed; every cause when the answers fit none (one of them may not quite match
+    the code), rather than a report with nothing to do."""
+    if not plausible:
+        return list(ranked)
+    return [
+        rc
+        for i, rc in enumerate(ranked[: conf["shown_causes"]])
+        if i == 0 or rc.probability >= conf["fix_cause_floor"]
+    ]
+
+
 def plan_fixes(
     kb: KnowledgeBase, ranked: tuple[RankedCause, ...], facts: Mapping[str, Any]
 ) -> tuple[tuple[RankedFix, ...], tuple[RankedFix, ...], tuple[RankedFix, ...]]:
@@ -365,11 +380,7 @@ def plan_fixes(
     """
     conf = settings(kb)
     plausible = safety.plausible_causes(ranked, facts, conf)
-    diagnostic_causes = [
-        rc
-        for i, rc in enumerate(ranked[: conf["shown_causes"]])
-        if i == 0 or rc.probability >= conf["fix_cause_floor"]
-    ]
+    diagnostic_causes = _diagnostic_causes(ranked, plausible, conf)
     scores: dict[str, float] = {}
     owners: dict[str, list[str]] = {}
     for ranked_cause in _unique(list(plausible) + diagnostic_causes):
