@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..common.memo import per_object
 from ..knowledge.kb import KnowledgeBase, Text
 
 # an attribute path as Python writes it: `text_encoder`, `layers.3.attn`
@@ -28,32 +29,33 @@ class NameRules:
     not_after: tuple[re.Pattern[str], ...]
     plain: frozenset[str]
     prefixes: tuple[str, ...]
+    bare_prefixes: frozenset[str]  # `model`, `self`, ...: the prefixes alone are no name
     says: Text
 
 
-_COMPILED: dict[int, tuple[KnowledgeBase, NameRules | None]] = {}
+_COMPILED: dict = {}
 
 
 def name_rules(kb: KnowledgeBase) -> NameRules | None:
     """The `names` section compiled once per set of rules; None when the rules have none."""
-    cached = _COMPILED.get(id(kb))
-    if cached is not None and cached[0] is kb:
-        return cached[1]
-    raw: Mapping[str, Any] | None = kb.lexicon.get("names")
-    rules = None
-    if raw:
-        says = raw["says"]
-        rules = NameRules(
-            # ASCII: `backbone的参数` names `backbone`
-            patterns=tuple(re.compile(p, re.IGNORECASE | re.ASCII) for p in raw["patterns"]),
-            not_after=tuple(re.compile(p, re.IGNORECASE) for p in raw.get("not_after") or ()),
-            plain=frozenset(w.lower() for w in raw.get("plain") or ()),
-            # longest first, so `self.model.` goes before `self.`
-            prefixes=tuple(sorted(raw.get("prefixes") or (), key=len, reverse=True)),
-            says=Text(says["en"], says["zh"]),
-        )
-    _COMPILED[id(kb)] = (kb, rules)
-    return rules
+    return per_object(_COMPILED, kb, _compiled, 64, kb.lexicon.get("names"))
+
+
+def _compiled(raw: Mapping[str, Any] | None) -> NameRules | None:
+    if not raw:
+        return None
+    says = raw["says"]
+    # longest first, so `self.model.` goes before `self.`
+    prefixes = tuple(sorted(raw.get("prefixes") or (), key=len, reverse=True))
+    return NameRules(
+        # ASCII: `backbone的参数` names `backbone`
+        patterns=tuple(re.compile(p, re.IGNORECASE | re.ASCII) for p in raw["patterns"]),
+        not_after=tuple(re.compile(p, re.IGNORECASE) for p in raw.get("not_after") or ()),
+        plain=frozenset(w.lower() for w in raw.get("plain") or ()),
+        prefixes=prefixes,
+        bare_prefixes=frozenset(p.rstrip(".").lower() for p in prefixes),
+        says=Text(says["en"], says["zh"]),
+    )
 
 
 def module_names(rules: NameRules, text: str) -> list[tuple[str, tuple[int, int]]]:
@@ -62,10 +64,10 @@ def module_names(rules: NameRules, text: str) -> list[tuple[str, tuple[int, int]
     found: dict[str, tuple[int, int]] = {}
     for pattern in rules.patterns:
         for match in pattern.finditer(text):
-            name = _as_name(rules, match.group("name"))
             before = text[max(0, match.start("name") - _LOOK_BACK) : match.start("name")]
             if any(p.search(before) for p in rules.not_after):
                 continue  # "a layer of the neck is never used": the neck is used
+            name = _as_name(rules, match.group("name"))
             if name and name not in found:
                 found[name] = match.span()
     return sorted(found.items(), key=lambda item: item[1])
@@ -82,7 +84,7 @@ def _as_name(rules: NameRules, written: str) -> str | None:
             if name.lower().startswith(prefix.lower()) and len(name) > len(prefix):
                 name, stripped = name[len(prefix) :], True
                 break
-    if not _PATH.match(name) or name.lower() in {p.rstrip(".").lower() for p in rules.prefixes}:
+    if not _PATH.match(name) or name.lower() in rules.bare_prefixes:
         return None
     if quoted or _CODE_LIKE.search(name) or name.lower() in rules.plain:
         return name
