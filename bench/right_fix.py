@@ -260,6 +260,9 @@ def truthful(answers: dict, question: dict, unknown: set) -> str:
     base = qid.split(":", 1)[0]
     answer = answers.get(qid, answers.get(base))
     offered = {o["value"] for o in question.get("options") or []}
+    if isinstance(answer, list):
+        # every option that fits: "if several do, pick the first" among those offered
+        answer = next((o["value"] for o in question["options"] if o["value"] in answer), "unsure")
     if answer is None:
         unknown.add(base)
         answer = "unsure"
@@ -312,6 +315,21 @@ class Run:
     excluded: bool = False  # the sentence's own reading rules this variant out
 
 
+def picked(answers: dict, report: dict, questions: dict) -> dict:
+    """The answers with each list of fitting options replaced by the one the user picks: the
+    first in the question's order among those offered (the report's deciding question lists
+    only those; any other question, every option)."""
+    shown = report.get("splitting_question") or {}
+    chosen = {}
+    for qid, answer in answers.items():
+        if isinstance(answer, list):
+            base = questions.get(qid) or {}
+            options = shown["options"] if shown.get("id") == qid else base.get("options") or []
+            answer = next((o["value"] for o in options if o["value"] in answer), "unsure")
+        chosen[qid] = answer
+    return chosen
+
+
 def row_fits(row: dict, answers: dict) -> bool:
     """A decision-table row whose condition the truthful user's answers satisfy."""
     pairs = (row.get("when") or {}).get("answers") or []
@@ -338,7 +356,8 @@ def simulate(case: Case, variant: str, truths: dict, questions: dict, workdir: s
         if report.get("kind") == "diagnosis":
             read = sentence_seed(report, questions, truths)
             deciding = deciding_questions(truths, case)
-            run.excluded = any(read.get(q, answers[q]) != answers[q] for q in deciding)
+            chosen = picked(answers, report, questions)
+            run.excluded = any(read.get(q, chosen[q]) != chosen[q] for q in deciding)
             # the sentence itself goes into the answers file, as a saved session keeps it:
             # `--answers` reads it again, so every fact it set stays (none is lost)
             seed = {"said": case.text}
@@ -354,9 +373,10 @@ def simulate(case: Case, variant: str, truths: dict, questions: dict, workdir: s
 
     first = report
     advised_rows = first.get("conditional_fixes") or []
-    run.table_hit = any(r["id"] in right and row_fits(r, answers) for r in advised_rows)
+    chosen = picked(answers, first, questions)
+    run.table_hit = any(r["id"] in right and row_fits(r, chosen) for r in advised_rows)
     run.wrong_rows = sorted(
-        {r["id"] for r in advised_rows if r["id"] in failing and row_fits(r, answers)}
+        {r["id"] for r in advised_rows if r["id"] in failing and row_fits(r, chosen)}
     )
     given: dict = {}
     while True:
@@ -408,8 +428,13 @@ def deciding_questions(truths: dict, case: Case) -> set[str]:
     return {
         q
         for q in keys
-        if len({(variants[name].get("answers") or {}).get(q) for name in case.variants}) > 1
+        if len({_hashable((variants[name].get("answers") or {}).get(q)) for name in case.variants})
+        > 1
     }
+
+
+def _hashable(answer):
+    return tuple(answer) if isinstance(answer, list) else answer
 
 
 def write_answers(workdir: str, case: Case, variant: str, answers: dict) -> str:
@@ -758,10 +783,12 @@ def drive_session(pexpect, script: Path, paste: str, answers: dict, questions: d
                 break
             screen = ANSI.sub("", child.before)
             qid, module = identify(screen, questions)
-            options = [o["value"] for o in questions[qid]["options"]]
+            options = shown_options(screen, questions[qid])
             key = f"{qid}:{module}" if module else qid
             asked.append(key)
             answer = answers.get(key, answers.get(qid, "unsure"))
+            if isinstance(answer, list):  # every option that fits: the first shown
+                answer = next((o for o in options if o in answer), "unsure")
             position = options.index(answer) if answer in options else options.index("unsure")
             # no option is chosen until an arrow key moves onto one: the first Down is option 1
             child.send("\x1b[B" * (position + 1) + "\r")
@@ -769,6 +796,16 @@ def drive_session(pexpect, script: Path, paste: str, answers: dict, questions: d
         child.sendcontrol("c")
         child.close(force=True)
     return asked, first_fix
+
+
+def shown_options(screen: str, question: dict) -> list[str]:
+    """The values of the question's options the screen lists (an option may be offered only
+    for some errors: `offer_when`), in their order."""
+    tail = screen.replace("\r", "").replace("`", "")[-3000:]
+    after = tail.rfind(question["text"].replace("`", "").split("{module}")[0])
+    listed = tail[after:] if after >= 0 else tail
+    shown = [o for o in question["options"] if o["label"].replace("`", "") in listed]
+    return [o["value"] for o in shown] or [o["value"] for o in question["options"]]
 
 
 def identify(screen: str, questions: dict) -> tuple[str, str | None]:

@@ -393,3 +393,38 @@ def test_answers_that_fit_no_known_cause_still_get_the_steps_that_find_the_culpr
         assert doc["plausible_causes"] == [] and doc["fixes"] == []
         assert "print_params_without_grad" in [d["id"] for d in doc["diagnostics"]]
         assert any(words in note for note in doc["notes"])
+
+
+def test_marked_ready_twice_asks_the_training_step_with_only_its_own_causes(tmp_path):
+    """ "Marked ready twice" (here with `find_unused_parameters=True` on) has four causes; the
+    training-step list is asked with only their options, and each truthful answer reaches
+    its fix: reentrant checkpointing in one answer, a custom output object in two (tied
+    weights are the other cause it leaves open), never the flags that fail for it."""
+    paste = REAL / "unused_output_in_object.find_unused_parameters__nodebug__spawn.txt"
+    first = report(tmp_path, {}, paste)
+    question = first["splitting_question"]
+    assert question["id"] == "step_pattern"
+    values = [o["value"] for o in question["options"]]
+    assert values == ["backward_many", "checkpointing", "hidden_tensors", "none", "unsure"]
+    truth = {"step_pattern": "hidden_tensors", "tied_weights": "no"}
+    doc, asked = truthful(tmp_path, {}, truth, paste)
+    assert asked == ["step_pattern", "tied_weights"]
+    assert advised(doc) == ["loss_from_forward_outputs"]
+    checkpointed = REAL / "corpus" / "accelerate-2017.txt"  # a thread: its traceback hides it
+    doc, asked = truthful(tmp_path, {}, {"step_pattern": "checkpointing"}, checkpointed)
+    assert asked == ["step_pattern"]
+    assert advised(doc)[0] == "checkpoint_non_reentrant"
+    assert {"find_unused_parameters", "static_graph"}.isdisjoint(advised(doc))
+
+
+def test_a_named_head_whose_task_loss_is_left_out_gets_its_fix_in_one_answer(tmp_path):
+    """The error names `head_b`; "it runs, but its task's loss is not added into the total"
+    says all the follow-ups would (several tasks, one left out), in English and Chinese."""
+    paste = REAL / "multitask_missing_loss__info__spawn.txt"
+    first = report(tmp_path, {}, paste)
+    assert first["splitting_question"]["id"] == "revealed_module:head_b"
+    for lang in ("en", "zh"):
+        doc = report(tmp_path, {"revealed_module:head_b": "task_loss_left_out"}, paste, lang)
+        assert advised(doc) == ["include_all_task_losses"]
+    ignored = report(tmp_path, {"revealed_module:head_b": "output_ignored"}, paste)
+    assert "include_all_task_losses" not in advised(ignored)
