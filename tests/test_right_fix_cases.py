@@ -428,3 +428,23 @@ def test_a_named_head_whose_task_loss_is_left_out_gets_its_fix_in_one_answer(tmp
         assert advised(doc) == ["include_all_task_losses"]
     ignored = report(tmp_path, {"revealed_module:head_b": "output_ignored"}, paste)
     assert "include_all_task_losses" not in advised(ignored)
+
+
+def test_summing_several_losses_is_not_an_answer_that_hides_the_cause(tmp_path):
+    """Detection and multi-task models sum several losses whatever their cause: the first
+    answer of the training-step list is a loss that may be missing from the total, so a user
+    who sums several losses and has an unused module answers "None of these" and gets the
+    fix at once (before: "several losses", then each other answer as its own question); a
+    user who suspects a missing loss is asked to check the total next."""
+    paste = REAL / "unused_module__nodebug__spawn.txt"
+    first = report(tmp_path, {}, paste)
+    assert first["splitting_question"]["id"] == "step_pattern"
+    assert "missing" in first["splitting_question"]["options"][0]["label"]
+    truth = {"step_pattern": "none", "multitask": "yes", "all_losses_summed": "yes"}
+    doc, asked = truthful(tmp_path, {}, truth, paste)
+    assert asked == ["step_pattern"]
+    assert advised(doc)[0] == "find_unused_parameters"
+    suspect = report(tmp_path, {"step_pattern": "several_losses"}, paste)
+    assert suspect["splitting_question"]["id"] == "all_losses_summed"
+    zh = report(tmp_path, {}, paste, "zh")
+    assert "没加进去" in zh["splitting_question"]["options"][0]["label"]
