@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -192,6 +192,21 @@ def fixture_cases(truths: dict) -> list[Case]:
             )
         )
     return cases
+
+
+def several_losses_cases(truths: dict, first: bool = False) -> list[Case]:
+    """The fixtures whose cause is not a missing loss, played by a user whose model also sums
+    several losses, every one of them in the total (detection, multi-task): their cause is
+    unchanged. `first`: they answer the training-step list with "several losses" (what its
+    first answer said until 2edf460; the list's other answers are then asked one by one)."""
+    summed = {"multitask": "yes", "all_losses_summed": "yes"}
+    if first:
+        summed["step_pattern"] = "several_losses"
+    return [
+        replace(case, answers={**case.answers, **summed})
+        for case in fixture_cases(truths)
+        if case.cause != "multitask_missing_loss"
+    ]
 
 
 def interview_cases(truths: dict, workdir: str) -> list[Case]:
@@ -935,8 +950,24 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="only the pastes of DIR (a fresh batch, corpus format); prints, writes nothing",
     )
+    parser.add_argument(
+        "--several-losses",
+        nargs="?",
+        const="own",
+        choices=("own", "first"),
+        help="the fixtures played by users who also sum several losses, all in the total; "
+        "'first': they answer the training-step list with 'several losses', as its first "
+        "answer asked of them until 2edf460 ('Several tasks or losses are added into one "
+        "loss'); prints",
+    )
     args = parser.parse_args(argv)
     truths = load_truths()
+    if args.several_losses:
+        with tempfile.TemporaryDirectory(prefix="right-fix-") as workdir:
+            cases = several_losses_cases(truths, args.several_losses == "first")
+            outcomes = run_all(cases, truths, workdir)
+            print("\n".join(table_lines(outcomes)))
+        return 0
     if args.check:
         print("\n".join(check_tables(truths)))
         return 0
