@@ -48,10 +48,13 @@ def advised(doc: dict) -> list[str]:
 
 
 def test_a_branch_on_some_steps_gets_the_flag(tmp_path):
-    """Case 1: "some modules run only on some steps" on the unfinished-reduction paste: the
-    flag works for a branch however it moves, and the paste proves static_graph is off."""
+    """Case 1: "some modules run only on some steps" on the unfinished-reduction paste, no
+    gradient checkpointing: the flag works for a branch however it moves, and the paste
+    proves static_graph is off."""
     doc = report(
-        tmp_path, {"step_pattern": "branches"}, REAL / "branch_some_steps__nodebug__spawn.txt"
+        tmp_path,
+        {"step_pattern": "branches", "gradient_checkpointing": "none"},
+        REAL / "branch_some_steps__nodebug__spawn.txt",
     )
     assert advised(doc)[0] == "find_unused_parameters"
     assert "static_graph" not in advised(doc)
@@ -131,22 +134,30 @@ def test_frozen_before_and_unfrozen_later_said_in_chinese_gets_the_rebuild():
 
 
 def test_the_readme_example_row_for_a_module_run_sometimes_is_only_the_flag():
-    """Case 10: the row for "only on some steps or some GPUs" names only what works for a
-    branch on some steps and on some ranks (not static_graph)."""
+    """Case 10: the rows for "only on some steps or some GPUs" name only what works for a
+    branch on some steps and on some ranks (not static_graph), and only once reentrant
+    checkpointing is ruled out (with it the flag fails: branch_some_steps_ckpt_reentrant)."""
     result = cli("triage", str(README_EXAMPLE), "--json", "--lang", "en")
     doc = json.loads(result.out)
     rows = [
+        [a["answer"] for a in r["when"]["answers"]]
+        for r in doc["conditional_fixes"]
+        if r["when"]["answers"] and r["when"]["answers"][0]["answer"] == "sometimes"
+    ]
+    assert rows == [["sometimes", "none"], ["sometimes", "non_reentrant"]]
+    ids = {
         r["id"]
         for r in doc["conditional_fixes"]
-        if [a["answer"] for a in r["when"]["answers"]] == ["sometimes"]
-    ]
-    assert rows == ["find_unused_parameters"]
+        if r["when"]["answers"] and r["when"]["answers"][0]["answer"] == "sometimes"
+    }
+    assert ids == {"find_unused_parameters"}
 
 
 def test_answering_sometimes_for_the_named_module_ends_in_the_flag(tmp_path):
     """Case 11: after "aux_head runs only on some steps", the report advises, without a row
     that needs "every module runs every step"."""
-    doc = report(tmp_path, {"revealed_module:aux_head": "sometimes"}, README_EXAMPLE)
+    answers = {"revealed_module:aux_head": "sometimes", "gradient_checkpointing": "none"}
+    doc = report(tmp_path, answers, README_EXAMPLE)
     assert advised(doc)[0] == "find_unused_parameters"
     assert not any(
         r["when"]["facts"].get("conditional_modules") == "none" for r in doc["conditional_fixes"]
@@ -448,3 +459,30 @@ def test_summing_several_losses_is_not_an_answer_that_hides_the_cause(tmp_path):
     assert suspect["splitting_question"]["id"] == "all_losses_summed"
     zh = report(tmp_path, {}, paste, "zh")
     assert "没加进去" in zh["splitting_question"]["options"][0]["label"]
+
+
+def test_the_flag_waits_for_the_checkpointing_answer_and_reentrant_gets_both_changes(tmp_path):
+    """Measured on torch 2.13: with a block under reentrant checkpointing, find_unused_parameters
+    stops at the first backward with "marked as ready twice", for a branch
+    (branch_some_steps_ckpt_reentrant) as for a module never called. So a branch, or a module
+    never called, gets the flag once checkpointing is ruled out, and with reentrant
+    checkpointing the flag comes with use_reentrant=False, the flag alone as a warning."""
+    for paste, answers in (
+        (REAL / "branch_some_steps__nodebug__spawn.txt", {"step_pattern": "branches"}),
+        (REAL / "unused_module__nodebug__spawn.txt", {"module_never_called": "yes"}),
+    ):
+        first = report(tmp_path, answers, paste)
+        assert "find_unused_parameters" not in advised(first)
+        # asked next: checkpointing itself, or the training-step list that also says it
+        assert first["splitting_question"]["id"] in ("gradient_checkpointing", "step_pattern")
+        plain = report(tmp_path, {**answers, "gradient_checkpointing": "none"}, paste)
+        assert "find_unused_parameters" in advised(plain)
+        checkpointed = {
+            **answers,
+            "gradient_checkpointing": "reentrant",
+            "error_without_checkpointing": "no",
+        }
+        doc = report(tmp_path, checkpointed, paste)
+        assert "checkpoint_non_reentrant_with_flag" in advised(doc)
+        assert "find_unused_parameters" not in advised(doc)
+        assert "find_unused_parameters" in [w["id"] for w in doc["warnings"]]

@@ -284,6 +284,31 @@ class Branchy(nn.Module):
         return out  # fix 6 (zero_weight_aux_loss) runs as printed, in the step functions
 
 
+class BranchyCheckpointed(nn.Module):
+    """`Branchy` with a middle block under reentrant checkpointing (an MoE or LayerDrop model
+    fine-tuned with gradient checkpointing on); `checkpoint_non_reentrant` makes it
+    non-reentrant."""
+
+    def __init__(self, fixes):
+        super().__init__()
+        self.body = nn.Linear(IN, HID)
+        self.block = nn.Linear(HID, HID)
+        self.head = nn.Linear(HID, OUT)
+        self.extra = nn.Linear(HID, OUT)
+        self.reentrant = CHECKPOINT_NON_REENTRANT not in fixes
+
+    def _block(self, h):
+        return torch.relu(self.block(h))
+
+    def forward(self, x, use_extra: bool):
+        h = torch.relu(self.body(x))
+        h = checkpoint(self._block, h, use_reentrant=self.reentrant)
+        out = self.head(h)
+        if use_extra:
+            return out + self.extra(h)
+        return out
+
+
 class Checkpointed(nn.Module):
     """`block` is reused in two checkpointed segments (the case reducer.cpp warns about)."""
 
@@ -932,6 +957,13 @@ def _scenarios() -> dict[str, Scenario]:
                 f"{ZERO_WEIGHT_AUX}+{FIND_UNUSED}",
             ),
             description="`extra` used on even steps only, on every rank",
+        ),
+        Scenario(
+            "branch_some_steps_ckpt_reentrant",
+            BranchyCheckpointed,
+            step_branch_some_steps,
+            fixes_to_measure=("", FIND_UNUSED, f"{CHECKPOINT_NON_REENTRANT}+{FIND_UNUSED}"),
+            description="branch_some_steps with a middle block under checkpoint(use_reentrant=True)",
         ),
         Scenario(
             "branch_odd_steps",
