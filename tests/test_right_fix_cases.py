@@ -464,12 +464,15 @@ def test_summing_several_losses_is_not_an_answer_that_hides_the_cause(tmp_path):
 def test_the_flag_waits_for_the_checkpointing_answer_and_reentrant_gets_both_changes(tmp_path):
     """Measured on torch 2.13: with a block under reentrant checkpointing, find_unused_parameters
     stops at the first backward with "marked as ready twice", for a branch
-    (branch_some_steps_ckpt_reentrant) as for a module never called. So a branch, or a module
-    never called, gets the flag once checkpointing is ruled out, and with reentrant
-    checkpointing the flag comes with use_reentrant=False, the flag alone as a warning."""
+    (branch_some_steps_ckpt_reentrant), an ignored output (unused_forward_output_ckpt_reentrant,
+    also when the output is dropped with the flag) and a module never called. So each gets the
+    flag once checkpointing is ruled out, and with reentrant checkpointing the flag comes with
+    use_reentrant=False, the flag alone as a warning."""
+    ignored = {"step_pattern": "extra_outputs", "loss_uses_hidden_tensors": "no"}
     for paste, answers in (
         (REAL / "branch_some_steps__nodebug__spawn.txt", {"step_pattern": "branches"}),
         (REAL / "unused_module__nodebug__spawn.txt", {"module_never_called": "yes"}),
+        (REAL / "unused_forward_output__nodebug__spawn.txt", ignored),
     ):
         first = report(tmp_path, answers, paste)
         assert "find_unused_parameters" not in advised(first)
@@ -484,5 +487,5 @@ def test_the_flag_waits_for_the_checkpointing_answer_and_reentrant_gets_both_cha
         }
         doc = report(tmp_path, checkpointed, paste)
         assert "checkpoint_non_reentrant_with_flag" in advised(doc)
-        assert "find_unused_parameters" not in advised(doc)
+        assert {"find_unused_parameters", "drop_unused_outputs"}.isdisjoint(advised(doc))
         assert "find_unused_parameters" in [w["id"] for w in doc["warnings"]]

@@ -156,6 +156,26 @@ class AuxOutput(nn.Module):
         return self.main_head(h), self.aux_head(h)
 
 
+class AuxOutputCheckpointed(AuxOutput):
+    """`AuxOutput` with a middle block under reentrant checkpointing (gradient checkpointing
+    on, as in an LLM fine-tune); `checkpoint_non_reentrant` makes it non-reentrant."""
+
+    def __init__(self, fixes):
+        super().__init__(fixes)
+        self.block = nn.Linear(HID, HID)
+        self.reentrant = CHECKPOINT_NON_REENTRANT not in fixes
+
+    def _block(self, h):
+        return torch.relu(self.block(h))
+
+    def forward(self, x):
+        h = torch.relu(self.body(x))
+        h = checkpoint(self._block, h, use_reentrant=self.reentrant)
+        if not self.return_aux:
+            return self.main_head(h)
+        return self.main_head(h), self.aux_head(h)
+
+
 class AuxOutputComputedNotReturned(AuxOutput):
     """Fix-4 half-way: aux computed (its parameters are in the graph) but not returned."""
 
@@ -957,6 +977,18 @@ def _scenarios() -> dict[str, Scenario]:
                 f"{ZERO_WEIGHT_AUX}+{FIND_UNUSED}",
             ),
             description="`extra` used on even steps only, on every rank",
+        ),
+        Scenario(
+            "unused_forward_output_ckpt_reentrant",
+            AuxOutputCheckpointed,
+            step_aux_output,
+            fixes_to_measure=(
+                "",
+                FIND_UNUSED,
+                f"{DROP_UNUSED_OUTPUTS}+{FIND_UNUSED}",
+                f"{CHECKPOINT_NON_REENTRANT}+{FIND_UNUSED}",
+            ),
+            description="unused_forward_output with a middle block under checkpoint(use_reentrant=True)",
         ),
         Scenario(
             "branch_some_steps_ckpt_reentrant",
