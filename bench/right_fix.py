@@ -269,15 +269,23 @@ def truth_answers(truths: dict, case: Case, variant: str) -> dict:
     return answers
 
 
+def first_fitting(answer, values: list[str]):
+    """A truth that lists every option that fits (`[a, b]`) answers as the question asks, "if
+    several do, pick the first": the first of `values` (the options offered, in order) it
+    lists, else "unsure"; a single answer is itself."""
+    if not isinstance(answer, list):
+        return answer
+    return next((value for value in values if value in answer), "unsure")
+
+
 def truthful(answers: dict, question: dict, unknown: set) -> str:
     """The answer to a splitting question; a question the table does not know is "unsure"."""
     qid = question["id"]
     base = qid.split(":", 1)[0]
     answer = answers.get(qid, answers.get(base))
-    offered = {o["value"] for o in question.get("options") or []}
-    if isinstance(answer, list):
-        # every option that fits: "if several do, pick the first" among those offered
-        answer = next((o["value"] for o in question["options"] if o["value"] in answer), "unsure")
+    values = [o["value"] for o in question.get("options") or []]
+    offered = set(values)
+    answer = first_fitting(answer, values)
     if answer is None:
         unknown.add(base)
         answer = "unsure"
@@ -340,7 +348,7 @@ def picked(answers: dict, report: dict, questions: dict) -> dict:
         if isinstance(answer, list):
             base = questions.get(qid) or {}
             options = shown["options"] if shown.get("id") == qid else base.get("options") or []
-            answer = next((o["value"] for o in options if o["value"] in answer), "unsure")
+            answer = first_fitting(answer, [o["value"] for o in options])
         chosen[qid] = answer
     return chosen
 
@@ -801,9 +809,7 @@ def drive_session(pexpect, script: Path, paste: str, answers: dict, questions: d
             options = shown_options(screen, questions[qid])
             key = f"{qid}:{module}" if module else qid
             asked.append(key)
-            answer = answers.get(key, answers.get(qid, "unsure"))
-            if isinstance(answer, list):  # every option that fits: the first shown
-                answer = next((o for o in options if o in answer), "unsure")
+            answer = first_fitting(answers.get(key, answers.get(qid, "unsure")), options)
             position = options.index(answer) if answer in options else options.index("unsure")
             # no option is chosen until an arrow key moves onto one: the first Down is option 1
             child.send("\x1b[B" * (position + 1) + "\r")

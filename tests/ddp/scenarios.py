@@ -156,21 +156,31 @@ class AuxOutput(nn.Module):
         return self.main_head(h), self.aux_head(h)
 
 
-class AuxOutputCheckpointed(AuxOutput):
-    """`AuxOutput` with a middle block under reentrant checkpointing (gradient checkpointing
-    on, as in an LLM fine-tune); `checkpoint_non_reentrant` makes it non-reentrant."""
+class ReentrantBlock(nn.Module):
+    """A middle block under checkpoint(use_reentrant=True), as gradient checkpointing on in an
+    LLM fine-tune; the fix `checkpoint_non_reentrant` makes it non-reentrant."""
 
     def __init__(self, fixes):
-        super().__init__(fixes)
+        super().__init__()
         self.block = nn.Linear(HID, HID)
         self.reentrant = CHECKPOINT_NON_REENTRANT not in fixes
 
-    def _block(self, h):
+    def _run(self, h):
         return torch.relu(self.block(h))
 
+    def forward(self, h):
+        return checkpoint(self._run, h, use_reentrant=self.reentrant)
+
+
+class AuxOutputCheckpointed(AuxOutput):
+    """`AuxOutput` with a `ReentrantBlock` after the body."""
+
+    def __init__(self, fixes):
+        super().__init__(fixes)
+        self.middle = ReentrantBlock(fixes)
+
     def forward(self, x):
-        h = torch.relu(self.body(x))
-        h = checkpoint(self._block, h, use_reentrant=self.reentrant)
+        h = self.middle(torch.relu(self.body(x)))
         if not self.return_aux:
             return self.main_head(h)
         return self.main_head(h), self.aux_head(h)
@@ -304,25 +314,16 @@ class Branchy(nn.Module):
         return out  # fix 6 (zero_weight_aux_loss) runs as printed, in the step functions
 
 
-class BranchyCheckpointed(nn.Module):
-    """`Branchy` with a middle block under reentrant checkpointing (an MoE or LayerDrop model
-    fine-tuned with gradient checkpointing on); `checkpoint_non_reentrant` makes it
-    non-reentrant."""
+class BranchyCheckpointed(Branchy):
+    """`Branchy` with a `ReentrantBlock` after the body (an MoE or LayerDrop model fine-tuned
+    with gradient checkpointing on)."""
 
     def __init__(self, fixes):
-        super().__init__()
-        self.body = nn.Linear(IN, HID)
-        self.block = nn.Linear(HID, HID)
-        self.head = nn.Linear(HID, OUT)
-        self.extra = nn.Linear(HID, OUT)
-        self.reentrant = CHECKPOINT_NON_REENTRANT not in fixes
-
-    def _block(self, h):
-        return torch.relu(self.block(h))
+        super().__init__(fixes)
+        self.middle = ReentrantBlock(fixes)
 
     def forward(self, x, use_extra: bool):
-        h = torch.relu(self.body(x))
-        h = checkpoint(self._block, h, use_reentrant=self.reentrant)
+        h = self.middle(torch.relu(self.body(x)))
         out = self.head(h)
         if use_extra:
             return out + self.extra(h)
