@@ -923,15 +923,30 @@ def check_tables(truths: dict) -> list[str]:
     return [f"{agree} table entries agree with measured results", *problems]
 
 
+# The code a fix's printed change runs, where it is not the fix's own code path (rules/fixes.yaml):
+# tried in order; a path the scenario has no code for (n/a) gives way to the next
+PRINTED_PATHS = {
+    "drop_unused_outputs": (
+        frozenset({"drop_unused_outputs"}),
+        frozenset({"drop_unused_outputs", "find_unused_parameters"}),
+    ),
+    "checkpoint_non_reentrant_with_flag": (
+        frozenset({"checkpoint_non_reentrant", "find_unused_parameters"}),
+    ),
+    # "the flag, and use_reentrant=False if you checkpoint": without checkpointing, the flag alone
+    "find_unused_parameters_any_checkpointing": (
+        frozenset({"checkpoint_non_reentrant", "find_unused_parameters"}),
+        frozenset({"find_unused_parameters"}),
+    ),
+}
+
+
 def lookup(results: dict, scenario: str, pre: frozenset, fix: str) -> str | None:
-    """The measured result of `fix` applied to `scenario` with the fixes `pre` already on;
-    `drop_unused_outputs` was measured together with `find_unused_parameters`."""
-    tries = [pre | {fix}]
-    if fix == "drop_unused_outputs":
-        tries.append(pre | {fix, "find_unused_parameters"})
-    for applied in tries:
-        if (scenario, applied) in results:
-            return results[(scenario, applied)]
+    """The measured result of `fix` applied to `scenario` with the fixes `pre` already on."""
+    for parts in PRINTED_PATHS.get(fix, (frozenset({fix}),)):
+        result = results.get((scenario, pre | parts))
+        if result is not None and result != "n/a":
+            return result
     return None
 
 

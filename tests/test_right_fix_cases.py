@@ -134,9 +134,10 @@ def test_frozen_before_and_unfrozen_later_said_in_chinese_gets_the_rebuild():
 
 
 def test_the_readme_example_row_for_a_module_run_sometimes_is_only_the_flag():
-    """Case 10: the rows for "only on some steps or some GPUs" name only what works for a
-    branch on some steps and on some ranks (not static_graph), and only once reentrant
-    checkpointing is ruled out (with it the flag fails: branch_some_steps_ckpt_reentrant)."""
+    """Case 10: the row for "only on some steps or some GPUs" names only what works for a
+    branch on some steps and on some ranks (not static_graph), in one answer: the flag, with
+    "make any checkpointing non-reentrant" (with reentrant checkpointing the flag alone fails:
+    branch_some_steps_ckpt_reentrant)."""
     result = cli("triage", str(README_EXAMPLE), "--json", "--lang", "en")
     doc = json.loads(result.out)
     rows = [
@@ -144,13 +145,13 @@ def test_the_readme_example_row_for_a_module_run_sometimes_is_only_the_flag():
         for r in doc["conditional_fixes"]
         if r["when"]["answers"] and r["when"]["answers"][0]["answer"] == "sometimes"
     ]
-    assert rows == [["sometimes", "none"], ["sometimes", "non_reentrant"]]
+    assert rows == [["sometimes"]]
     ids = {
         r["id"]
         for r in doc["conditional_fixes"]
         if r["when"]["answers"] and r["when"]["answers"][0]["answer"] == "sometimes"
     }
-    assert ids == {"find_unused_parameters"}
+    assert ids == {"find_unused_parameters_any_checkpointing"}
 
 
 def test_answering_sometimes_for_the_named_module_ends_in_the_flag(tmp_path):
@@ -461,13 +462,16 @@ def test_summing_several_losses_is_not_an_answer_that_hides_the_cause(tmp_path):
     assert "没加进去" in zh["splitting_question"]["options"][0]["label"]
 
 
-def test_the_flag_waits_for_the_checkpointing_answer_and_reentrant_gets_both_changes(tmp_path):
+def test_before_the_checkpointing_answer_the_flag_comes_with_use_reentrant_false(tmp_path):
     """Measured on torch 2.13: with a block under reentrant checkpointing, find_unused_parameters
     stops at the first backward with "marked as ready twice", for a branch
     (branch_some_steps_ckpt_reentrant), an ignored output (unused_forward_output_ckpt_reentrant,
-    also when the output is dropped with the flag) and a module never called. So each gets the
-    flag once checkpointing is ruled out, and with reentrant checkpointing the flag comes with
-    use_reentrant=False, the flag alone as a warning."""
+    also when the output is dropped with the flag) and a module never called; with
+    use_reentrant=False too it trains like one process, and without checkpointing that switch
+    changes nothing. So before the user says anything about checkpointing the advice is the
+    flag with "make any checkpointing non-reentrant" (no extra answer needed); once they say
+    none, the flag alone; once they say reentrant, both changes, and the flag alone is a
+    warning."""
     ignored = {"step_pattern": "extra_outputs", "loss_uses_hidden_tensors": "no"}
     for paste, answers in (
         (REAL / "branch_some_steps__nodebug__spawn.txt", {"step_pattern": "branches"}),
@@ -476,10 +480,15 @@ def test_the_flag_waits_for_the_checkpointing_answer_and_reentrant_gets_both_cha
     ):
         first = report(tmp_path, answers, paste)
         assert "find_unused_parameters" not in advised(first)
-        # asked next: checkpointing itself, or the training-step list that also says it
-        assert first["splitting_question"]["id"] in ("gradient_checkpointing", "step_pattern")
+        assert "find_unused_parameters_any_checkpointing" in advised(first)
+        fix = next(
+            f for f in first["fixes"] if f["id"] == "find_unused_parameters_any_checkpointing"
+        )
+        assert "find_unused_parameters=True" in fix["snippet"]
+        assert "use_reentrant=False" in fix["snippet"]
         plain = report(tmp_path, {**answers, "gradient_checkpointing": "none"}, paste)
         assert "find_unused_parameters" in advised(plain)
+        assert "find_unused_parameters_any_checkpointing" not in advised(plain)
         checkpointed = {
             **answers,
             "gradient_checkpointing": "reentrant",
@@ -488,4 +497,23 @@ def test_the_flag_waits_for_the_checkpointing_answer_and_reentrant_gets_both_cha
         doc = report(tmp_path, checkpointed, paste)
         assert "checkpoint_non_reentrant_with_flag" in advised(doc)
         assert {"find_unused_parameters", "drop_unused_outputs"}.isdisjoint(advised(doc))
+        assert "find_unused_parameters_any_checkpointing" not in advised(doc)
         assert "find_unused_parameters" in [w["id"] for w in doc["warnings"]]
+
+
+def test_a_user_who_cannot_say_whether_checkpointing_is_on_still_gets_a_fix(tmp_path):
+    """ "I don't know" to the checkpointing question used to leave a branch with no advice:
+    the flag's result depends on it. The flag with non-reentrant checkpointing works either
+    way (measured), so that user gets it, spelled for their framework."""
+    answers = {"step_pattern": "branches", "gradient_checkpointing": "unsure"}
+    paste = REAL / "branch_some_steps__nodebug__spawn.txt"
+    for framework, spelling in (
+        ("hf_trainer", '"use_reentrant": False'),
+        ("lightning", "find_unused_parameters=True"),
+        ("accelerate", "DistributedDataParallelKwargs(find_unused_parameters=True"),
+    ):
+        doc = report(tmp_path, {**answers, "framework": framework}, paste, lang="zh")
+        assert advised(doc)[0] == "find_unused_parameters_any_checkpointing"
+        assert doc["fixes"][0]["framework"] == framework
+        assert spelling in doc["fixes"][0]["snippet"]
+        assert "梯度检查点" in doc["fixes"][0]["title"]

@@ -15,6 +15,7 @@ from real DDP jobs and test_fix_matrix.py re-checks against live ones.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
@@ -36,6 +37,9 @@ MATRIX_DOC = ROOT / "docs" / "fix-matrix.md"
 class Bridge:
     applies: tuple[str, ...]
     snippet_has: tuple[str, ...]
+    # what the printed change comes down to on a model without the code `applies` needs (its
+    # job recorded n/a): "use_reentrant=False if you checkpoint" on a model that does not
+    otherwise: str | None = None
 
 
 BRIDGE = {
@@ -70,6 +74,13 @@ BRIDGE = {
     "checkpoint_non_reentrant_with_flag": Bridge(
         ("checkpoint_non_reentrant+find_unused_parameters",),
         ("use_reentrant=False", "find_unused_parameters=True"),
+    ),
+    # the flag, and non-reentrant checkpointing where the model checkpoints (a model without
+    # checkpointing runs the flag alone: its outcomes name `scenario.find_unused_parameters`)
+    "find_unused_parameters_any_checkpointing": Bridge(
+        ("checkpoint_non_reentrant+find_unused_parameters",),
+        ("use_reentrant=False", "find_unused_parameters=True"),
+        otherwise="find_unused_parameters",
     ),
     "tie_before_wrapping": Bridge(("tie_before_wrapping",), ("lm_head.weight = ",)),
     "disable_find_unused": Bridge(("disable_find_unused",), ("find_unused_parameters=False",)),
@@ -587,7 +598,24 @@ def fix_jobs(case_: Case, fix_id: str) -> list[tuple[str, str]]:
     bridge = BRIDGE.get(fix_id)
     if bridge is None:
         return []
-    return [(case_.scenario, applied_path(case_.base, a)) for a in bridge.applies]
+    jobs = []
+    for path in bridge.applies:
+        applied = applied_path(case_.base, path)
+        if bridge.otherwise and _not_applicable(case_.scenario, applied):
+            applied = applied_path(case_.base, bridge.otherwise)
+        jobs.append((case_.scenario, applied))
+    return jobs
+
+
+def _not_applicable(scenario: str, applied: str) -> bool:
+    """The scenario has no code for `applied` (measured.json records it n/a)."""
+    record = _measured().get(measure_key(scenario, applied))
+    return record is not None and record["result"] == "n/a"
+
+
+@functools.cache
+def _measured() -> dict:
+    return load_measured()
 
 
 # ---------------------------------------------------------------------------- outcomes

@@ -226,8 +226,17 @@ def _no_error_found(kb, lang: str, fmt: str, result) -> int:
     from ..reasoning.engine import diagnose
 
     if fmt == "json":
-        # no error, nothing to rank: the priors alone are no diagnosis (issue 11)
-        empty = replace(diagnose(kb, result), causes=(), fixes=(), diagnostics=(), avoided=())
+        # no error, nothing to rank: the priors alone are no diagnosis (issue 11), and no
+        # answer to a question about an error nobody had leads to a fix
+        empty = replace(
+            diagnose(kb, result),
+            causes=(),
+            fixes=(),
+            diagnostics=(),
+            avoided=(),
+            conditional=(),
+            splitting_question=None,
+        )
         emit(kb, empty, lang, fmt)
     else:
         sys.stdout.write(tr(kb, "no_known_error", lang) + "\n")
