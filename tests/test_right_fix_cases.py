@@ -517,3 +517,30 @@ def test_a_user_who_cannot_say_whether_checkpointing_is_on_still_gets_a_fix(tmp_
         assert doc["fixes"][0]["framework"] == framework
         assert spelling in doc["fixes"][0]["snippet"]
         assert "梯度检查点" in doc["fixes"][0]["title"]
+
+
+def test_a_named_module_frozen_during_training_gets_its_fix_in_one_answer(tmp_path):
+    """The error names `body`, frozen after wrapping (requires_grad_after_wrap): "it is used,
+    but frozen or unfrozen during training" is one of the module's answers, so the rebuild
+    (or freeze before wrapping) comes after that one answer, not after the training-step
+    list as well."""
+    paste = REAL / "requires_grad_after_wrap__info__spawn.txt"
+    first = report(tmp_path, {}, paste)
+    question = first["splitting_question"]
+    assert question["id"] == "revealed_module:body"
+    assert "frozen" in [o["value"] for o in question["options"]]
+    for lang in ("en", "zh"):
+        doc = report(tmp_path, {"revealed_module:body": "frozen"}, paste, lang=lang)
+        assert advised(doc)[0] == "freeze_before_wrapping"
+        assert "static_graph" not in advised(doc)
+
+
+def test_a_named_output_the_loss_ignores_is_not_asked_about_several_tasks(tmp_path):
+    """The module's answers come in order, a task's loss left out before "the loss ignores
+    its output", and the question says to pick the first that fits: the second answer
+    says no task's loss is missing, so the fix follows it at once."""
+    paste = REAL / "unused_forward_output__info__spawn.txt"
+    doc = report(tmp_path, {"revealed_module:aux_head": "output_ignored"}, paste)
+    assert advised(doc), doc["splitting_question"]
+    assert "include_all_task_losses" not in advised(doc)
+    assert "multitask_missing_loss" not in doc["plausible_causes"]
