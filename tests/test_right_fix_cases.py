@@ -486,6 +486,10 @@ def test_before_the_checkpointing_answer_the_flag_comes_with_use_reentrant_false
         )
         assert "find_unused_parameters=True" in fix["snippet"]
         assert "use_reentrant=False" in fix["snippet"]
+        # what an answer about checkpointing would give is this advice spelled out: the
+        # report does not offer it again as "another fix, depending on your code"
+        offered = {row["id"] for row in first["conditional_fixes"]}
+        assert offered.isdisjoint({"find_unused_parameters", "checkpoint_non_reentrant_with_flag"})
         plain = report(tmp_path, {**answers, "gradient_checkpointing": "none"}, paste)
         assert "find_unused_parameters" in advised(plain)
         assert "find_unused_parameters_any_checkpointing" not in advised(plain)

@@ -198,3 +198,17 @@ def test_outcome_naming_an_unknown_cause_is_reported_with_its_line(tmp_path):
     result = cli("triage", "--rules", str(rules), "-", input="x", env={"DDP_DOCTOR_NO_CACHE": "1"})
     assert result.returncode == 4
     assert "fixes.yaml:6" in result.err and "no_such_cause" in result.err
+
+
+def test_a_fix_covering_an_unknown_fix_is_reported_with_its_line(tmp_path):
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "fixes.yaml").write_text(
+        "fixes:\n  - id: my_fix\n    title: {en: Mine, zh: 我的}\n    why: {en: Why, zh: 原因}\n"
+        "    covers: [find_unused_parameters, no_such_fix]\n"
+        "    snippets: {pytorch: {code: {en: x, zh: x}}}\n",
+        encoding="utf-8",
+    )
+    result = cli("triage", "--rules", str(rules), "-", input="x", env={"DDP_DOCTOR_NO_CACHE": "1"})
+    assert result.returncode == 4
+    assert "fixes.yaml:5" in result.err and "no_such_fix" in result.err

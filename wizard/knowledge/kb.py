@@ -172,6 +172,9 @@ class Fix:
     outcomes: tuple[Outcome, ...] = ()  # no outcome for a cause: unproven, never advised for it
     already_on: Mapping[str, Any] | None = None  # the text shows the fix is already applied
     pointless_when: Mapping[str, Any] | None = None  # nothing left to learn/do: not shown
+    # fixes this one already does (as their special case): once it is advice, a report's
+    # table does not offer them as further fixes
+    covers: tuple[str, ...] = ()
 
 
 @record
@@ -510,7 +513,8 @@ def _tidy_chinese(node: Any) -> Any:
 
 
 def _check_references(raw: dict[str, Any], rules_dirs: list[str]) -> None:
-    """Cross-file checks: every fix a cause names exists, every outcome names a cause."""
+    """Cross-file checks: every fix a cause names or a fix covers exists, every outcome names
+    a cause."""
     fix_ids = {f["id"] for f in raw.get("fixes", [])}
     cause_ids = {c["id"] for c in raw.get("causes", [])}
     for fix in raw.get("fixes", []):
@@ -522,6 +526,11 @@ def _check_references(raw: dict[str, Any], rules_dirs: list[str]) -> None:
                     line,
                     f"fix {fix['id']!r}: outcome names unknown cause {outcome['cause']!r}",
                 )
+    for fix in raw.get("fixes", []):
+        for position, covered in enumerate(fix.get("covers", [])):
+            if covered not in fix_ids:
+                path, line = _locate_fix(rules_dirs, fix["id"], ("covers", position))
+                raise RulesError(path, line, f"fix {fix['id']!r}: covers unknown fix {covered!r}")
     for index, cause in enumerate(raw.get("causes", [])):
         for fix_id in cause.get("fixes", []):
             if fix_id not in fix_ids:
@@ -873,6 +882,7 @@ def _fix(raw: dict[str, Any]) -> Fix:
         pointless_when=_frozen(raw["pointless_when"]) if raw.get("pointless_when") else None,
         outcomes=tuple(_outcome(o) for o in raw.get("outcomes", [])),
         already_on=_frozen(raw["already_on"]) if raw.get("already_on") else None,
+        covers=tuple(raw.get("covers") or ()),
     )
 
 

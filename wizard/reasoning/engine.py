@@ -1125,7 +1125,9 @@ def diagnose(
     fixes, diagnostics, avoided = plan_fixes(kb, ranked, all_facts)
     modules = triage.unused_modules if triage else ()
     answered = tuple((answers or {}).keys())
-    advised = {f.id for f in fixes}
+    # a fix the advice already does (`covers`: the flag inside "the flag, and non-reentrant
+    # checkpointing if any") is no further fix for any answer
+    advised = {f.id for f in fixes} | {c for f in fixes for c in f.fix.covers}
     rows, splitting = decision_table(kb, all_facts, answered, modules, advised)
     if not rows and not fixes:
         # a question answered "I don't know" can still decide: its rows say what to check
