@@ -548,3 +548,18 @@ def test_a_named_output_the_loss_ignores_is_not_asked_about_several_tasks(tmp_pa
     assert advised(doc), doc["splitting_question"]
     assert "include_all_task_losses" not in advised(doc)
     assert "multitask_missing_loss" not in doc["plausible_causes"]
+
+
+def test_a_module_never_called_in_a_model_that_checkpoints_gets_a_fix_in_two_answers(tmp_path):
+    """A fine-tune with gradient checkpointing on (kind unknown) and a module never called:
+    "checkpointing is on" comes before "none of these" in the training-step list, and the
+    error stays without checkpointing. The flag with use_reentrant=False works whatever the
+    checkpoint's kind (measured: framework_flag_off_ckpt_reentrant and _non_reentrant), so it
+    is advised then, without asking the kind; the flag alone, which fails with reentrant
+    checkpointing, is not."""
+    paste = REAL / "unused_module__nodebug__spawn.txt"
+    answers = {"step_pattern": "checkpointing", "error_without_checkpointing": "no"}
+    doc = report(tmp_path, answers, paste)
+    assert advised(doc)[0] == "checkpoint_non_reentrant_with_flag"
+    assert "find_unused_parameters" not in advised(doc)
+    assert doc["plausible_causes"][0] == "unused_module"

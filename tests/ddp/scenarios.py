@@ -158,12 +158,13 @@ class AuxOutput(nn.Module):
 
 class ReentrantBlock(nn.Module):
     """A middle block under checkpoint(use_reentrant=True), as gradient checkpointing on in an
-    LLM fine-tune; the fix `checkpoint_non_reentrant` makes it non-reentrant."""
+    LLM fine-tune; the fix `checkpoint_non_reentrant` makes it non-reentrant (`reentrant=False`:
+    the user's code already is)."""
 
-    def __init__(self, fixes):
+    def __init__(self, fixes, reentrant: bool = True):
         super().__init__()
         self.block = nn.Linear(HID, HID)
-        self.reentrant = CHECKPOINT_NON_REENTRANT not in fixes
+        self.reentrant = reentrant and CHECKPOINT_NON_REENTRANT not in fixes
 
     def _run(self, h):
         return torch.relu(self.block(h))
@@ -175,9 +176,9 @@ class ReentrantBlock(nn.Module):
 class AuxOutputCheckpointed(AuxOutput):
     """`AuxOutput` with a `ReentrantBlock` after the body."""
 
-    def __init__(self, fixes):
+    def __init__(self, fixes, reentrant: bool = True):
         super().__init__(fixes)
-        self.middle = ReentrantBlock(fixes)
+        self.middle = ReentrantBlock(fixes, reentrant)
 
     def forward(self, x):
         h = self.middle(torch.relu(self.body(x)))
@@ -318,9 +319,9 @@ class BranchyCheckpointed(Branchy):
     """`Branchy` with a `ReentrantBlock` after the body (an MoE or LayerDrop model fine-tuned
     with gradient checkpointing on)."""
 
-    def __init__(self, fixes):
+    def __init__(self, fixes, reentrant: bool = True):
         super().__init__(fixes)
-        self.middle = ReentrantBlock(fixes)
+        self.middle = ReentrantBlock(fixes, reentrant)
 
     def forward(self, x, use_extra: bool):
         h = self.middle(torch.relu(self.body(x)))
@@ -990,6 +991,22 @@ def _scenarios() -> dict[str, Scenario]:
                 f"{CHECKPOINT_NON_REENTRANT}+{FIND_UNUSED}",
             ),
             description="unused_forward_output with a middle block under checkpoint(use_reentrant=True)",
+        ),
+        # the same two models with the block already non-reentrant: the flag alone is the fix
+        # (and "use_reentrant=False" changes nothing), whatever kind the user could not name
+        Scenario(
+            "unused_forward_output_ckpt_non_reentrant",
+            lambda fixes: AuxOutputCheckpointed(fixes, reentrant=False),
+            step_aux_output,
+            fixes_to_measure=("", FIND_UNUSED, f"{CHECKPOINT_NON_REENTRANT}+{FIND_UNUSED}"),
+            description="unused_forward_output with a middle block under checkpoint(use_reentrant=False)",
+        ),
+        Scenario(
+            "branch_some_steps_ckpt_non_reentrant",
+            lambda fixes: BranchyCheckpointed(fixes, reentrant=False),
+            step_branch_some_steps,
+            fixes_to_measure=("", FIND_UNUSED, f"{CHECKPOINT_NON_REENTRANT}+{FIND_UNUSED}"),
+            description="branch_some_steps with a middle block under checkpoint(use_reentrant=False)",
         ),
         Scenario(
             "branch_some_steps_ckpt_reentrant",
