@@ -563,3 +563,25 @@ def test_a_module_never_called_in_a_model_that_checkpoints_gets_a_fix_in_two_ans
     assert advised(doc)[0] == "checkpoint_non_reentrant_with_flag"
     assert "find_unused_parameters" not in advised(doc)
     assert doc["plausible_causes"][0] == "unused_module"
+
+
+def test_layers_frozen_after_wrapping_get_the_flag_only_without_reentrant_checkpointing(tmp_path):
+    """Measured (requires_grad_after_wrap_ckpt_reentrant): layers frozen after wrapping in a
+    model with a block under reentrant checkpointing stop at the first backward with "marked
+    as ready twice" once the flag is on, while freezing before wrapping trains like one
+    process. So the flag waits for the checkpointing answer here too, and with reentrant
+    checkpointing it is a warning; the rebuild is advised either way."""
+    paste = REAL / "requires_grad_after_wrap__nodebug__spawn.txt"
+    frozen = {"step_pattern": "freezing", "requires_grad_direction": "freeze"}
+    unknown = report(tmp_path, frozen, paste)
+    assert advised(unknown)[0] == "freeze_before_wrapping"
+    assert "find_unused_parameters" not in advised(unknown)
+    plain = report(tmp_path, {**frozen, "gradient_checkpointing": "none"}, paste)
+    assert "find_unused_parameters" in advised(plain)
+    checkpointed = {**frozen, "gradient_checkpointing": "reentrant"}
+    # checkpointing is then a cause too: the error stays without it, as it does here
+    asked = report(tmp_path, checkpointed, paste)["splitting_question"]["id"]
+    assert asked == "error_without_checkpointing"
+    reentrant = report(tmp_path, {**checkpointed, asked: "no"}, paste)
+    assert advised(reentrant)[0] == "freeze_before_wrapping"
+    assert "find_unused_parameters" in [w["id"] for w in reentrant["warnings"]]

@@ -441,6 +441,23 @@ class Clean(nn.Module):
         return self.head(torch.relu(self.body(x)))
 
 
+class FrozenLateCheckpointed(nn.Module):
+    """A stem, a `ReentrantBlock`, then `body` and `head`: layers frozen after wrapping in a
+    model fine-tuned with gradient checkpointing (the block's input comes from a trained
+    stem, so checkpointing itself trains it)."""
+
+    def __init__(self, fixes):
+        super().__init__()
+        self.stem = nn.Linear(IN, HID)
+        self.middle = ReentrantBlock(fixes)
+        self.body = nn.Linear(HID, HID)
+        self.head = nn.Linear(HID, OUT)
+
+    def forward(self, x):
+        h = self.middle(torch.relu(self.stem(x)))
+        return self.head(torch.relu(self.body(h)))
+
+
 class HookedFeatures(Clean):
     """A forward hook on `body` keeps its output (feature-matching / distillation style)."""
 
@@ -1037,6 +1054,21 @@ def _scenarios() -> dict[str, Scenario]:
             after_wrap=freeze_body_after_wrap,
             fixes_to_measure=("", FIND_UNUSED, STATIC_GRAPH, FREEZE_BEFORE_WRAPPING),
             description="body.requires_grad_(False) after DDP(...)",
+        ),
+        Scenario(
+            "requires_grad_after_wrap_ckpt_reentrant",
+            FrozenLateCheckpointed,
+            step_single_output,
+            before_wrap=freeze_body_before_wrap,
+            after_wrap=freeze_body_after_wrap,
+            fixes_to_measure=(
+                "",
+                FIND_UNUSED,
+                STATIC_GRAPH,
+                FREEZE_BEFORE_WRAPPING,
+                f"{CHECKPOINT_NON_REENTRANT}+{FIND_UNUSED}",
+            ),
+            description="requires_grad_after_wrap with a block under checkpoint(use_reentrant=True)",
         ),
         Scenario(
             "checkpoint_reentrant",
