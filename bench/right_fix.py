@@ -806,7 +806,9 @@ def drive_session(pexpect, script: Path, paste: str, answers: dict, questions: d
                 break
             screen = ANSI.sub("", child.before)
             qid, module = identify(screen, questions)
-            options = shown_options(screen, questions[qid])
+            options = shown_options(
+                screen + ANSI.sub("", drawn_options(pexpect, child)), questions[qid]
+            )
             key = f"{qid}:{module}" if module else qid
             asked.append(key)
             answer = first_fitting(answers.get(key, answers.get(qid, "unsure")), options)
@@ -817,6 +819,17 @@ def drive_session(pexpect, script: Path, paste: str, answers: dict, questions: d
         child.sendcontrol("c")
         child.close(force=True)
     return asked, first_fix
+
+
+def drawn_options(pexpect, child) -> str:
+    """What the prompt draws after its hint: the options come after "(↑↓ and Enter)", so the
+    screen up to the hint never lists them (and every option would be taken as offered)."""
+    drawn, child.buffer = child.buffer, ""  # what `expect` read past the hint
+    while True:
+        try:
+            drawn += child.read_nonblocking(65536, timeout=0.3)
+        except (pexpect.TIMEOUT, pexpect.EOF):  # quiet for 0.3 s: the prompt is drawn
+            return drawn
 
 
 def shown_options(screen: str, question: dict) -> list[str]:
