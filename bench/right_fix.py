@@ -726,7 +726,7 @@ def write_report(outcomes: list[Outcome], truths: dict, session: list[str], befo
 
 def session_sample(outcomes: list[Outcome], count: int, workdir: str) -> list[str]:
     """Drive the interactive session (pexpect) on `count` fixture cases; compare its questions
-    with those the `--answers` path asked."""
+    with those the `--answers` path asked, and its first fix with the case's truth table."""
     try:
         import pexpect
     except ImportError:
@@ -735,48 +735,67 @@ def session_sample(outcomes: list[Outcome], count: int, workdir: str) -> list[st
     if not script.exists():
         return ["the `ddp-doctor` console script is not installed: the session sample was skipped."]
     questions = question_table(workdir)
+    titles = fix_titles()
+    truths = load_truths()
     chosen = pick_session_cases(outcomes, count)
-    lines = [
-        "Each case run with `ddp-doctor --lang en --paste P` in a pseudo-terminal, every question",
-        "answered with the same truthful answer (arrow keys); the questions the session asked,",
-        "compared with the `--answers` path's (which stops at the first unconditional fix):",
-        "",
-    ]
+    lines, tally = [], {"right": 0, "same": 0, "extra": 0, "failed": 0}
     for outcome in chosen:
         run = outcome.runs[0]
-        answers = truth_answers(load_truths(), outcome.case, run.variant)
+        answers = truth_answers(truths, outcome.case, run.variant)
         try:
             asked, first_fix = drive_session(
                 pexpect, script, run.case.paste, answers, questions, workdir
             )
         except Exception as exc:  # a hang or an unexpected screen: report it, do not stop
             lines.append(f"- {run.case.id}: the session run failed ({type(exc).__name__})")
+            tally["failed"] += 1
             continue
         same = asked[: len(run.asked)] == run.asked
+        table = truths["causes"][outcome.case.cause]["variants"][run.variant]
+        right = first_fix is not None and titles.get(first_fix) in set(table["right"])
+        tally["right"] += right
+        tally["same"] += same
+        tally["extra"] += max(0, len(asked) - len(run.asked))
         verdict = "same questions" if same else "DIFFERENT questions"
         lines.append(
             f"- {run.case.id}: `--answers` asked {run.asked or 'nothing'}; the session asked "
             f"{asked or 'nothing'} — {verdict}"
             + ("" if len(asked) <= len(run.asked) else " (it asks on where `--answers` stopped)")
             + f"; its report's first fix: {first_fix or 'none'}"
+            + (" (right)" if right else " (NOT a right fix)")
             + f" (`--answers`: {', '.join(run.fixes) or 'none'})"
         )
-    return lines
+    head = [
+        "Each case run with `ddp-doctor --lang en --paste P` in a pseudo-terminal, every question",
+        "answered with the same truthful answer (arrow keys); the questions the session asked,",
+        "compared with the `--answers` path's (which stops at the first unconditional fix), and",
+        "the first fix of the session's report against the case's truth table:",
+        "",
+        f"**{len(chosen)} cases: first fix right in {tally['right']}, the questions of "
+        f"`--answers` asked first in {tally['same']}, {tally['extra']} questions asked beyond "
+        f"them in all (the framework, a tailoring or checking question), "
+        f"{tally['failed']} runs failed.**",
+        "",
+    ]
+    return head + lines
+
+
+def fix_titles() -> dict[str, str]:
+    """Each fix's English title as the terminal shows it (code font dropped) -> its id."""
+    data = yaml.safe_load((ROOT / "rules" / "fixes.yaml").read_text(encoding="utf-8"))
+    return {f["title"]["en"].replace("`", ""): f["id"] for f in data["fixes"]}
 
 
 def pick_session_cases(outcomes: list[Outcome], count: int) -> list[Outcome]:
-    """Fixture cases with a paste, those that needed answers first, one per cause."""
-    seen, chosen = set(), []
+    """Fixture cases with a paste: one per cause first (those that needed answers first),
+    then the others, `count` in all."""
     fixtures = [o for o in outcomes if o.case.source == "fixture" and o.runs[0].asked]
     fixtures += [o for o in outcomes if o.case.source == "fixture" and not o.runs[0].asked]
+    seen, first, rest = set(), [], []
     for outcome in fixtures:
-        if outcome.case.cause in seen:
-            continue
+        (rest if outcome.case.cause in seen else first).append(outcome)
         seen.add(outcome.case.cause)
-        chosen.append(outcome)
-        if len(chosen) == count:
-            break
-    return chosen
+    return (first + rest)[:count]
 
 
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-B]|\x1b[=>]")
