@@ -787,10 +787,13 @@ def fix_titles() -> dict[str, str]:
 
 
 def pick_session_cases(outcomes: list[Outcome], count: int) -> list[Outcome]:
-    """Fixture cases with a paste: one per cause first (those that needed answers first),
-    then the others, `count` in all."""
-    fixtures = [o for o in outcomes if o.case.source == "fixture" and o.runs[0].asked]
-    fixtures += [o for o in outcomes if o.case.source == "fixture" and not o.runs[0].asked]
+    """Cases with a paste (real DDP fixtures, then the corpus's): one per cause first (those
+    that needed answers first), then the others, `count` in all."""
+    fixtures = []
+    for source in ("fixture", "corpus"):
+        pasted = [o for o in outcomes if o.case.source == source and o.case.paste]
+        fixtures += [o for o in pasted if o.runs[0].asked]
+        fixtures += [o for o in pasted if not o.runs[0].asked]
     seen, first, rest = set(), [], []
     for outcome in fixtures:
         (rest if outcome.case.cause in seen else first).append(outcome)
