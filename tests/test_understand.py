@@ -258,3 +258,44 @@ def test_a_statement_that_a_fix_still_fails_is_answered_as_a_question():
     # ... nor is a description that tells the set-up besides: it gets the diagnosis
     told = understand(KB, "I call backward twice with model.no_sync() and still get the error")
     assert told.intent is None and told.facts.get("backward_calls") == "many"
+
+
+@pytest.mark.parametrize(
+    ("text", "fix", "aspect"),
+    [
+        # a remark about a fix with nothing else told asks about it, whatever the aspect
+        (
+            "Adding find_unused_parameters=True made my training noticeably slower.",
+            "find_unused_parameters",
+            "cost",
+        ),
+        (
+            "Turning on static_graph=True might hide a bug in my model, I worry.",
+            "static_graph",
+            "safe",
+        ),
+        (
+            "config 里已经写了 find_unused_parameters=True，多卡训练照样停在这个错误上",
+            "find_unused_parameters",
+            "still_fails",
+        ),
+    ],
+)
+def test_a_statement_about_a_fix_with_an_aspect_cue_is_answered(text, fix, aspect):
+    said = understand(KB, text)
+    assert not said.is_question
+    assert said.intent is not None and said.intent.fixes == (fix,)
+    assert said.intent.aspect == aspect
+
+
+def test_a_model_name_and_a_proposal_are_not_read_as_cost_or_set_up():
+    # "Faster R-CNN" names a detector, not a speed
+    described = understand(
+        KB, "Training Faster R-CNN with find_unused_parameters=True gives this error"
+    )
+    assert described.intent is None
+    # "we should use X" proposes X: it is not the user's set-up
+    proposed = understand(KB, "We should use model.no_sync() on the accumulation steps.")
+    assert "no_sync_enabled" not in proposed.facts
+    used = understand(KB, "We use model.no_sync() on the accumulation steps.")
+    assert used.facts.get("no_sync_enabled") is True

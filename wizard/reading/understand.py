@@ -346,10 +346,11 @@ def understand(kb: KnowledgeBase, text: str) -> Understanding:
     intent = _intent(lexicon, doc)
     if intent is not None and not is_question:
         # A fix named in a description is not a question about it, unless all the text says
-        # is that the fix was tried and still fails ("find_unused_parameters=True已设置，多卡还是
-        # 报错"); a description that also tells the set-up gets the diagnosis for that set-up.
+        # is the fix and what is asked about it (any aspect's strong cue: "…已设置，多卡还是报错",
+        # "it made training slower"; bench/TEXT.md 2026-12-06). A description that also tells
+        # the set-up gets the diagnosis for that set-up.
         told = {k for r in found if r.confidence >= USE_THRESHOLD for k in r.facts}
-        if told - set(intent.on_facts) or not _says_it_still_fails(lexicon, doc):
+        if told - set(intent.on_facts) or not _says_what_is_asked(lexicon, doc):
             intent = None
     if intent is not None and intent.aspect != "still_fails":
         # "how do I set find_unused_parameters?" names the flag without saying it is on
@@ -566,12 +567,9 @@ def _contradicts(facts: Mapping[str, Any], intent: Intent) -> bool:
     return any(key in facts and facts[key] != value for key, value in intent.on_facts.items())
 
 
-def _says_it_still_fails(lexicon: _Lexicon, doc: _Doc) -> bool:
-    """A strong "still fails" cue ("still get the error", "还是报错"), not a bare "still"."""
-    return any(
-        aspect_id == "still_fails" and bool(words.spans(doc))
-        for aspect_id, words, _ in lexicon.aspects
-    )
+def _says_what_is_asked(lexicon: _Lexicon, doc: _Doc) -> bool:
+    """A strong cue of any aspect ("slow", "still get the error", "side effects")."""
+    return any(bool(words.spans(doc)) for _, words, _ in lexicon.aspects)
 
 
 def _intent(lexicon: _Lexicon, doc: _Doc) -> Intent | None:
