@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -351,7 +352,10 @@ time.sleep(600)
 """
 
 
-def _start_wrapper(job: str) -> tuple[subprocess.Popen, int]:
+@contextlib.contextmanager
+def _wrapped(job: str):
+    """`ddp-doctor run` on a job that prints its pid first: (the wrapper, the job's pid); both
+    are gone when the test ends, whatever it asserted."""
     wrapper = subprocess.Popen(
         [*WRAPPER, "run", "--lang", "en", "--", *py(job)],
         stdout=subprocess.PIPE,
@@ -360,7 +364,14 @@ def _start_wrapper(job: str) -> tuple[subprocess.Popen, int]:
         cwd=ROOT,
     )
     line = _read_until(wrapper.stdout, b"\n")
-    return wrapper, int(line.split()[1])
+    child = int(line.split()[1])
+    try:
+        yield wrapper, child
+    finally:
+        wrapper.kill()
+        wrapper.wait()
+        if not _gone(child):
+            os.kill(child, signal.SIGKILL)
 
 
 def _gone(pid: int) -> bool:
@@ -372,8 +383,7 @@ def _gone(pid: int) -> bool:
 
 
 def test_ctrl_c_is_passed_to_the_job_and_exits_130():
-    wrapper, child = _start_wrapper(SLEEPER)
-    try:
+    with _wrapped(SLEEPER) as (wrapper, child):
         wrapper.send_signal(signal.SIGINT)
         assert wrapper.wait(HANG_GUARD) == 130
         err = wrapper.stderr.read().decode()
@@ -381,40 +391,23 @@ def test_ctrl_c_is_passed_to_the_job_and_exits_130():
         assert "KeyboardInterrupt" in err  # the job itself got the Ctrl-C
         assert "Traceback" not in err.split("KeyboardInterrupt")[-1]
         assert _gone(child)
-    finally:
-        wrapper.kill()
-        wrapper.wait()
-        if not _gone(child):
-            os.kill(child, signal.SIGKILL)
 
 
 def test_a_second_ctrl_c_stops_a_job_that_ignores_the_first():
-    wrapper, child = _start_wrapper(STUBBORN)
-    try:
+    with _wrapped(STUBBORN) as (wrapper, child):
         wrapper.send_signal(signal.SIGINT)
         _read_until(wrapper.stdout, b"saving a checkpoint")  # the job got the first one
         wrapper.send_signal(signal.SIGINT)
         assert wrapper.wait(HANG_GUARD) == 130
         assert "sending SIGTERM" in wrapper.stderr.read().decode()
         assert _gone(child)
-    finally:
-        wrapper.kill()
-        wrapper.wait()
-        if not _gone(child):
-            os.kill(child, signal.SIGKILL)
 
 
 def test_sigterm_to_the_wrapper_is_passed_on():
-    wrapper, child = _start_wrapper(SLEEPER)
-    try:
+    with _wrapped(SLEEPER) as (wrapper, child):
         wrapper.send_signal(signal.SIGTERM)
         assert wrapper.wait(HANG_GUARD) == 128 + 15
         assert _gone(child)
-    finally:
-        wrapper.kill()
-        wrapper.wait()
-        if not _gone(child):
-            os.kill(child, signal.SIGKILL)
 
 
 def test_what_was_learned_is_still_printed_after_ctrl_c():
@@ -424,16 +417,10 @@ def test_what_was_learned_is_still_printed_after_ctrl_c():
     print("ready", os.getpid(), flush=True)
     time.sleep(600)
     """
-    wrapper, child = _start_wrapper(textwrap.dedent(job))
-    try:
+    with _wrapped(textwrap.dedent(job)) as (wrapper, child):
         wrapper.send_signal(signal.SIGINT)
         assert wrapper.wait(HANG_GUARD) == 130
         assert "# ddp-doctor diagnosis" in wrapper.stderr.read().decode()
-    finally:
-        wrapper.kill()
-        wrapper.wait()
-        if not _gone(child):
-            os.kill(child, signal.SIGKILL)
 
 
 # ---------------------------------------------------------------------------- memory
@@ -538,8 +525,7 @@ def _wait_for(predicate, what: str) -> None:
 
 def test_sigusr1_and_sigusr2_reach_the_job_which_keeps_running():
     """Slurm's pre-emption notice: the job saves and goes on; the exit code is its own."""
-    wrapper, child = _start_wrapper(NOTICED)
-    try:
+    with _wrapped(NOTICED) as (wrapper, child):
         wrapper.send_signal(signal.SIGUSR1)
         _read_until(wrapper.stdout, b"got SIGUSR1\n")
         wrapper.send_signal(signal.SIGUSR2)
@@ -547,41 +533,25 @@ def test_sigusr1_and_sigusr2_reach_the_job_which_keeps_running():
         assert wrapper.stdout.read() == b"got SIGUSR2\ncheckpoint saved, carrying on\n"
         err = wrapper.stderr.read().decode()
         assert "passed SIGUSR1 to the job" in err and "passed SIGUSR2 to the job" in err
-    finally:
-        wrapper.kill()
-        wrapper.wait()
-        if not _gone(child):
-            os.kill(child, signal.SIGKILL)
 
 
 def test_sigquit_is_passed_on_like_the_other_stop_signals():
-    wrapper, child = _start_wrapper(SLEEPER)
-    try:
+    with _wrapped(SLEEPER) as (wrapper, child):
         wrapper.send_signal(signal.SIGQUIT)
         assert wrapper.wait(HANG_GUARD) == 128 + signal.SIGQUIT
         assert "passed SIGQUIT to the job" in wrapper.stderr.read().decode()
         assert _gone(child)
-    finally:
-        wrapper.kill()
-        wrapper.wait()
-        if not _gone(child):
-            os.kill(child, signal.SIGKILL)
 
 
 def test_a_wrapper_killed_outright_does_not_orphan_the_job():
-    wrapper, child = _start_wrapper(SLEEPER)
-    try:
+    with _wrapped(SLEEPER) as (wrapper, child):
         wrapper.send_signal(signal.SIGKILL)  # cannot be caught: the watchdog stops the job
         wrapper.wait(HANG_GUARD)
         _wait_for(lambda: _gone(child), "the job outlived its killed wrapper")
-    finally:
-        if not _gone(child):
-            os.kill(child, signal.SIGKILL)
 
 
 def test_ctrl_z_stops_the_job_too_and_fg_continues_both():
-    wrapper, child = _start_wrapper(NOTICED)
-    try:
+    with _wrapped(NOTICED) as (wrapper, child):
         wrapper.send_signal(signal.SIGTSTP)
         _wait_for(lambda: _state(child) == "T", "the job kept running while the wrapper stopped")
         _wait_for(lambda: _state(wrapper.pid) == "T", "the wrapper did not stop")
@@ -589,11 +559,6 @@ def test_ctrl_z_stops_the_job_too_and_fg_continues_both():
         _wait_for(lambda: _state(child) != "T", "the job was not continued")
         wrapper.send_signal(signal.SIGUSR2)  # still connected: ends the job normally
         assert wrapper.wait(HANG_GUARD) == 0
-    finally:
-        wrapper.kill()
-        wrapper.wait()
-        if not _gone(child):
-            os.kill(child, signal.SIGKILL)
 
 
 INTERLEAVED = """

@@ -30,6 +30,17 @@ def test_rules_file_matches_schema(path):
     assert check_rules(_kind(path), data) is None  # the run-time checker agrees
 
 
+def _fix(**broken) -> dict:
+    """A fixes file of one fix, valid but for the keys given."""
+    fix = {
+        "id": "f",
+        "title": {"en": "a", "zh": "乙"},
+        "why": {"en": "a", "zh": "乙"},
+        "snippets": {"pytorch": {"code": {"en": "x", "zh": "x"}}},
+    }
+    return {"fixes": [{**fix, **broken}]}
+
+
 @pytest.mark.parametrize(
     ("broken", "expected"),
     [
@@ -59,46 +70,10 @@ def test_rules_file_matches_schema(path):
             },
             "not a valid id",
         ),
+        (_fix(kind="maybe"), "'maybe' is not one of"),
+        (_fix(outcomes=[{"cause": "c", "result": "wrong", "scenario": "s"}]), "needs a note"),
         (
-            {
-                "fixes": [
-                    {
-                        "id": "f",
-                        "title": {"en": "a", "zh": "乙"},
-                        "why": {"en": "a", "zh": "乙"},
-                        "snippets": {"pytorch": {"code": {"en": "x", "zh": "x"}}},
-                        "kind": "maybe",
-                    }
-                ]
-            },
-            "'maybe' is not one of",
-        ),
-        (
-            {
-                "fixes": [
-                    {
-                        "id": "f",
-                        "title": {"en": "a", "zh": "乙"},
-                        "why": {"en": "a", "zh": "乙"},
-                        "snippets": {"pytorch": {"code": {"en": "x", "zh": "x"}}},
-                        "outcomes": [{"cause": "c", "result": "wrong", "scenario": "s"}],
-                    }
-                ]
-            },
-            "needs a note",
-        ),
-        (
-            {
-                "fixes": [
-                    {
-                        "id": "f",
-                        "title": {"en": "a", "zh": "乙"},
-                        "why": {"en": "a", "zh": "乙"},
-                        "snippets": {"pytorch": {"code": {"en": "x", "zh": "x"}}},
-                        "outcomes": [{"cause": "c", "result": "fine", "scenario": "s"}],
-                    }
-                ]
-            },
+            _fix(outcomes=[{"cause": "c", "result": "fine", "scenario": "s"}]),
             "'fine' is not one of works, error, wrong",
         ),
     ],
