@@ -740,11 +740,13 @@ def session_sample(outcomes: list[Outcome], count: int, workdir: str) -> list[st
     chosen = pick_session_cases(outcomes, count)
     lines, tally = [], {"right": 0, "same": 0, "extra": 0, "failed": 0}
     for outcome in chosen:
-        run = outcome.runs[0]
+        # a variant the sentence itself rules out is no user's (the `--answers` path skips it)
+        run = next((r for r in outcome.runs if not r.excluded), outcome.runs[0])
         answers = truth_answers(truths, outcome.case, run.variant)
+        said = outcome.case.text if outcome.case.source == "sentence" else None
         try:
             asked, first_fix = drive_session(
-                pexpect, script, run.case.paste, answers, questions, workdir
+                pexpect, script, run.case.paste, answers, questions, workdir, said
             )
         except Exception as exc:  # a hang or an unexpected screen: report it, do not stop
             lines.append(f"- {run.case.id}: the session run failed ({type(exc).__name__})")
@@ -766,7 +768,8 @@ def session_sample(outcomes: list[Outcome], count: int, workdir: str) -> list[st
             + f" (`--answers`: {', '.join(run.fixes) or 'none'})"
         )
     head = [
-        "Each case run with `ddp-doctor --lang en --paste P` in a pseudo-terminal, every question",
+        "Each case run with `ddp-doctor --lang en --paste P` in a pseudo-terminal (a sentence: no",
+        "paste, the sentence typed where the session asks to describe the problem), every question",
         "answered with the same truthful answer (arrow keys); the questions the session asked,",
         "compared with the `--answers` path's (which stops at the first unconditional fix), and",
         "the first fix of the session's report against the case's truth table:",
@@ -787,13 +790,19 @@ def fix_titles() -> dict[str, str]:
 
 
 def pick_session_cases(outcomes: list[Outcome], count: int) -> list[Outcome]:
-    """Cases with a paste (real DDP fixtures, then the corpus's): one per cause first (those
-    that needed answers first), then the others, `count` in all."""
+    """Cases with a paste (real DDP fixtures, then the corpus's), then the sentences with none:
+    one per cause first (those that needed answers first), then the others, `count` in all."""
     fixtures = []
-    for source in ("fixture", "corpus"):
-        pasted = [o for o in outcomes if o.case.source == source and o.case.paste]
-        fixtures += [o for o in pasted if o.runs[0].asked]
-        fixtures += [o for o in pasted if not o.runs[0].asked]
+    for source in ("fixture", "corpus", "sentence"):
+        # a sentence that comes with a family's paste cannot be told to the session, which
+        # asks for a description only when there is no error to read
+        playable = [
+            o
+            for o in outcomes
+            if o.case.source == source and bool(o.case.paste) == (source != "sentence")
+        ]
+        fixtures += [o for o in playable if o.runs[0].asked]
+        fixtures += [o for o in playable if not o.runs[0].asked]
     seen, first, rest = set(), [], []
     for outcome in fixtures:
         (rest if outcome.case.cause in seen else first).append(outcome)
@@ -803,15 +812,25 @@ def pick_session_cases(outcomes: list[Outcome], count: int) -> list[Outcome]:
 
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-B]|\x1b[=>]")
 SELECT_HINT = "(↑↓ and Enter)"
+PASTE_PROMPT = "press Enter to skip:"
+DESCRIBE_PROMPT = "Describe the problem in a sentence"
 END = "Show the full report|Save this report as Markdown"
 
 
-def drive_session(pexpect, script: Path, paste: str, answers: dict, questions: dict, workdir: str):
+def drive_session(
+    pexpect,
+    script: Path,
+    paste: str | None,
+    answers: dict,
+    questions: dict,
+    workdir: str,
+    said: str | None = None,
+):
     env = {**os.environ, "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm", "COLUMNS": "200"}
     env.pop("NO_COLOR", None)
     child = pexpect.spawn(
         str(script),
-        ["--lang", "en", "--paste", paste],
+        ["--lang", "en", *(["--paste", paste] if paste else [])],
         env=env,
         dimensions=(50, 200),
         encoding="utf-8",
@@ -820,6 +839,11 @@ def drive_session(pexpect, script: Path, paste: str, answers: dict, questions: d
     )
     asked, first_fix = [], None
     try:
+        if said is not None:  # nothing to paste: Enter skips it, then the problem in a sentence
+            child.expect(re.escape(PASTE_PROMPT))
+            child.send("\r")
+            child.expect(re.escape(DESCRIBE_PROMPT))
+            child.send(said.replace("\n", " ") + "\r")
         while True:
             index = child.expect([re.escape(SELECT_HINT), END, pexpect.EOF])
             if index != 0:

@@ -133,3 +133,18 @@ def test_without_a_terminal_the_interview_refuses_with_a_hint():
     assert proc.returncode == 5
     assert "triage" in proc.stderr and "--answers" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_an_answer_outranks_the_saved_description(tmp_path):
+    """A saved session's `said:` read as "no checkpointing", then "checkpointing is on": the
+    replay treats checkpointing as on, as the session did (the answer wins)."""
+    answers = tmp_path / "a.yaml"
+    answers.write_text(
+        'said: "I do not use gradient checkpointing in this model"\nstep_pattern: checkpointing\n',
+        encoding="utf-8",
+    )
+    proc = run("--answers", str(answers), "--json", "--lang", "en")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert "gradient_checkpointing" in [c["id"] for c in report["causes"]][:2]
+    assert "find_unused_parameters" not in [f["id"] for f in report["fixes"]]

@@ -200,6 +200,26 @@ def test_chinese_path_with_a_paste():
     assert "ddp-doctor --lang zh --answers" in shown  # the reproduce hint, even unsaved
 
 
+def test_an_answer_outranks_what_the_description_was_read_to_say():
+    # the sentence reads as "no gradient checkpointing"; the user then picks "Gradient
+    # checkpointing is on" from the training-step list: the answer wins, and the flag alone
+    # (which fails with reentrant checkpointing) is not what the report leads with
+    keys = (
+        ENTER
+        + "I do not use gradient checkpointing in this model"
+        + ENTER
+        + choose(option_index("step_pattern", "checkpointing"))
+        + choose(option_index("framework", "pytorch"))
+        + "n"  # not the full report
+        + "n"  # not saved
+    )
+    code, screen = drive(keys, "en")
+    assert code == 0, screen
+    text = flat(screen)
+    assert "Most likely: Reentrant gradient checkpointing" in text
+    assert "Fix 1: Use non-reentrant gradient checkpointing: use_reentrant=False" in text
+
+
 def test_back_undoes_the_last_answer():
     step = KB.question("step_pattern")
     keys = (

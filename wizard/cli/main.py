@@ -451,7 +451,7 @@ def cmd_questions(kb, args, lang: str) -> int:
 
 
 def cmd_answers(kb, args, lang: str) -> int:
-    from ..reasoning.engine import diagnose
+    from ..reasoning.engine import answers_win, diagnose
     from ..talk.answers import (
         apply_answers,
         facts_said,
@@ -470,6 +470,7 @@ def cmd_answers(kb, args, lang: str) -> int:
     modules = start.modules if result is not None else modules_in_answers(kb, answers)
     # in the session's order: the description, the answers, then details typed afterwards
     facts = apply_answers(kb, facts_said(kb, start.facts, said, True), answers, modules)
+    facts = answers_win(kb, facts, facts_said(kb, {}, said))  # as the session does
     facts = facts_said(kb, facts, said_later)
     diagnosis = diagnose(kb, result, facts, answers)
     fmt = _format(args, sys.stdout)

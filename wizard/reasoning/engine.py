@@ -506,6 +506,38 @@ def apply_answer(
     return {**facts, **option.sets}
 
 
+def answers_win(
+    kb: KnowledgeBase, facts: Mapping[str, Any], read: Mapping[str, Any]
+) -> dict[str, Any]:
+    """`facts` without what was only read from the user's text (`read`) where an answer since
+    says otherwise. An answer replaces a fact of its own key; this also drops a read fact
+    whose own question ties it to the opposite of an answer: the checkpointing question's
+    "none" also says no checkpointing is used, so "Gradient checkpointing is on" picked from
+    the training-step list undoes a sentence read as no checkpointing ("can't set
+    gradient_checkpointing=True …"). The user's answer is surer than the reader."""
+    kept = dict(facts)
+    for key, value in read.items():
+        if kept.get(key, _ABSENT) != value:
+            continue  # not read, or an answer has replaced it already
+        implied = _implied(kb, key, value)
+        if any(a in kept and kept[a] != b for a, b in implied.items()):
+            del kept[key]
+    return kept
+
+
+_ABSENT = object()
+
+
+def _implied(kb: KnowledgeBase, key: str, value: Any) -> dict[str, Any]:
+    """What the question asking `key` sets besides, for the answer that sets `value`."""
+    for question in kb.questions:
+        if question.fact == key and question.for_each is None:
+            for option in question.options:
+                if option.sets.get(key, _ABSENT) == value:
+                    return {k: v for k, v in option.sets.items() if k != key}
+    return {}
+
+
 def _entropy(ranked: tuple[RankedCause, ...]) -> float:
     return -sum(r.probability * math.log(r.probability) for r in ranked if r.probability > 0)
 

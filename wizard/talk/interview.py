@@ -104,7 +104,8 @@ class Interview:
         if updated is None:  # cannot happen from the session: the choices are the options
             updated = dict(self.facts)
         self.history.append(Step(asked, value, dict(self.facts)))
-        self.facts = updated
+        # what the description was read to say gives way to an answer that contradicts it
+        self.facts = engine.answers_win(self.kb, updated, self.text_facts)
 
     def back(self) -> None:
         """Undo the last answer."""
