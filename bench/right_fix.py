@@ -83,10 +83,10 @@ def run_cli(args: list[str], workdir: str) -> dict:
     return data
 
 
-def question_table(workdir: str) -> dict[str, dict]:
+def question_table(workdir: str, lang: str = "en") -> dict[str, dict]:
     """`ddp-doctor questions --json`, by id."""
     proc = subprocess.run(
-        [*cli_command(), "questions", "--json", "--lang", "en"],
+        [*cli_command(), "questions", "--json", "--lang", lang],
         capture_output=True,
         text=True,
         cwd=workdir,
@@ -109,6 +109,7 @@ class Case:
     text: str | None = None  # a sentence for `ask`
     thread: bool = False  # a public thread: the framework is "unsure" unless it is known
     answers: dict = field(default_factory=dict)  # answers the case settles beyond its variant
+    lang: str = "en"  # the language of its sentence: a Chinese one is told to a Chinese session
 
 
 def load_truths() -> dict:
@@ -167,7 +168,20 @@ def sentence_cases(truths: dict, workdir: str, source: Path = SENTENCES) -> list
         )
         variants = tuple(settled.get("variants") or truths["causes"][cause]["default"])
         case_id = f"sentence {number} ({item['lang']})"
-        cases.append(Case(case_id, split, "sentence", cause, variants, paste, item["text"], True))
+        cases.append(
+            Case(
+                case_id,
+                split,
+                "sentence",
+                cause,
+                variants,
+                paste,
+                item["text"],
+                True,
+                {},
+                item["lang"],
+            )
+        )
     return cases
 
 
@@ -734,8 +748,8 @@ def session_sample(outcomes: list[Outcome], count: int, workdir: str) -> list[st
     script = Path(sys.executable).with_name("ddp-doctor")
     if not script.exists():
         return ["the `ddp-doctor` console script is not installed: the session sample was skipped."]
-    questions = question_table(workdir)
-    titles = fix_titles()
+    questions = {lang: question_table(workdir, lang) for lang in ("en", "zh")}
+    titles = {lang: fix_titles(lang) for lang in ("en", "zh")}
     truths = load_truths()
     chosen = pick_session_cases(outcomes, count)
     lines, tally = [], {"right": 0, "same": 0, "extra": 0, "failed": 0}
@@ -744,9 +758,10 @@ def session_sample(outcomes: list[Outcome], count: int, workdir: str) -> list[st
         run = next((r for r in outcome.runs if not r.excluded), outcome.runs[0])
         answers = truth_answers(truths, outcome.case, run.variant)
         said = outcome.case.text if outcome.case.source == "sentence" else None
+        lang = outcome.case.lang
         try:
             asked, first_fix = drive_session(
-                pexpect, script, run.case.paste, answers, questions, workdir, said
+                pexpect, script, run.case.paste, answers, questions[lang], workdir, said, lang
             )
         except Exception as exc:  # a hang or an unexpected screen: report it, do not stop
             lines.append(f"- {run.case.id}: the session run failed ({type(exc).__name__})")
@@ -754,8 +769,11 @@ def session_sample(outcomes: list[Outcome], count: int, workdir: str) -> list[st
             continue
         same = asked[: len(run.asked)] == run.asked
         table = truths["causes"][outcome.case.cause]["variants"][run.variant]
-        right = first_fix is not None and titles.get(first_fix) in set(table["right"])
+        right = first_fix is not None and titles[lang].get(first_fix) in set(table["right"])
         tally["right"] += right
+        if lang == "zh":
+            tally["zh"] = tally.get("zh", 0) + 1
+            tally["zh_right"] = tally.get("zh_right", 0) + right
         tally["same"] += same
         tally["extra"] += max(0, len(asked) - len(run.asked))
         verdict = "same questions" if same else "DIFFERENT questions"
@@ -769,7 +787,8 @@ def session_sample(outcomes: list[Outcome], count: int, workdir: str) -> list[st
         )
     head = [
         "Each case run with `ddp-doctor --lang en --paste P` in a pseudo-terminal (a sentence: no",
-        "paste, the sentence typed where the session asks to describe the problem), every question",
+        "paste, the sentence typed where the session asks to describe the problem, in a session of",
+        "its own language), every question",
         "answered with the same truthful answer (arrow keys); the questions the session asked,",
         "compared with the `--answers` path's (which stops at the first unconditional fix), and",
         "the first fix of the session's report against the case's truth table:",
@@ -777,16 +796,17 @@ def session_sample(outcomes: list[Outcome], count: int, workdir: str) -> list[st
         f"**{len(chosen)} cases: first fix right in {tally['right']}, the questions of "
         f"`--answers` asked first in {tally['same']}, {tally['extra']} questions asked beyond "
         f"them in all (the framework, a tailoring or checking question), "
-        f"{tally['failed']} runs failed.**",
+        f"{tally['failed']} runs failed; the {tally.get('zh', 0)} Chinese sentences were told to a "
+        f"Chinese session (`--lang zh`), first fix right in {tally.get('zh_right', 0)}.**",
         "",
     ]
     return head + lines
 
 
-def fix_titles() -> dict[str, str]:
-    """Each fix's English title as the terminal shows it (code font dropped) -> its id."""
+def fix_titles(lang: str = "en") -> dict[str, str]:
+    """Each fix's title as the terminal shows it (code font dropped) -> its id."""
     data = yaml.safe_load((ROOT / "rules" / "fixes.yaml").read_text(encoding="utf-8"))
-    return {f["title"]["en"].replace("`", ""): f["id"] for f in data["fixes"]}
+    return {f["title"][lang].replace("`", ""): f["id"] for f in data["fixes"]}
 
 
 def pick_session_cases(outcomes: list[Outcome], count: int) -> list[Outcome]:
@@ -811,10 +831,15 @@ def pick_session_cases(outcomes: list[Outcome], count: int) -> list[Outcome]:
 
 
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-B]|\x1b[=>]")
-SELECT_HINT = "(↑↓ and Enter)"
-PASTE_PROMPT = "press Enter to skip:"
-DESCRIBE_PROMPT = "Describe the problem in a sentence"
-END = "Show the full report|Save this report as Markdown"
+
+
+def session_texts(lang: str) -> dict[str, str]:
+    """The session's own words the driver waits for, in `lang` (rules/messages)."""
+    texts = {}
+    for name in ("session.yaml", "core.yaml"):
+        data = yaml.safe_load((ROOT / "rules" / "messages" / name).read_text(encoding="utf-8"))
+        texts.update({key: value[lang] for key, value in data.items()})
+    return texts
 
 
 def drive_session(
@@ -825,12 +850,14 @@ def drive_session(
     questions: dict,
     workdir: str,
     said: str | None = None,
+    lang: str = "en",
 ):
     env = {**os.environ, "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm", "COLUMNS": "200"}
     env.pop("NO_COLOR", None)
+    screen_text = session_texts(lang)
     child = pexpect.spawn(
         str(script),
-        ["--lang", "en", *(["--paste", paste] if paste else [])],
+        ["--lang", lang, *(["--paste", paste] if paste else [])],
         env=env,
         dimensions=(50, 200),
         encoding="utf-8",
@@ -840,14 +867,21 @@ def drive_session(
     asked, first_fix = [], None
     try:
         if said is not None:  # nothing to paste: Enter skips it, then the problem in a sentence
-            child.expect(re.escape(PASTE_PROMPT))
+            child.expect(re.escape(screen_text["session_paste_prompt"][-12:]))
             child.send("\r")
-            child.expect(re.escape(DESCRIBE_PROMPT))
+            child.expect(re.escape(screen_text["session_describe_prompt"][:12]))
             child.send(said.replace("\n", " ") + "\r")
         while True:
-            index = child.expect([re.escape(SELECT_HINT), END, pexpect.EOF])
+            ends = "|".join(
+                re.escape(screen_text[key][:12])
+                for key in ("session_more_confirm", "session_save_confirm")
+            )
+            index = child.expect([re.escape(screen_text["session_select_hint"]), ends, pexpect.EOF])
             if index != 0:
-                shown = re.search(r"Fix 1: ([^\n]+)", ANSI.sub("", child.before or ""))
+                shown = re.search(
+                    re.escape(screen_text["fixes_heading"]) + r" 1[:：] ?([^\n]+)",
+                    ANSI.sub("", child.before or ""),
+                )
                 first_fix = shown.group(1).strip() if shown else None
                 break
             screen = ANSI.sub("", child.before)
