@@ -1091,6 +1091,8 @@ def main(argv: list[str] | None = None) -> int:
             outcomes = run_all(cases, truths, workdir)
             print("\n".join(table_lines(outcomes)))
             print("\n".join(miss_lines(outcomes)))
+            if args.session:  # the same sentences told to the interactive session
+                print("\n".join(session_sample(outcomes, args.session, workdir)))
         return 0
     if args.corpus:
         folder = Path(args.corpus).resolve()  # the CLI runs in a temporary directory
