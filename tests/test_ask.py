@@ -26,6 +26,10 @@ def ask(*args: str, env: dict | None = None):
         ("在 __init__ 里定义了一个模块，但是 forward 里没有用到它", "diagnosis", 0),
         ("the weather is nice today", "not_understood", 1),
         ("我没有冻结任何层，也没有用梯度检查点", "diagnosis", 0),
+        # an error that happened, the fix its message advises named in the report: diagnosed,
+        # not answered with what the fix does
+        ("多卡训练时出现 Please set find_unused_parameters=True 的错误", "diagnosis", 0),
+        ("Adding find_unused_parameters=True made my training noticeably slower.", "answer", 0),
     ],
 )
 def test_json_always_parses_with_the_documented_exit_code(text, kind, code):

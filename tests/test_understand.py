@@ -299,3 +299,14 @@ def test_a_model_name_and_a_proposal_are_not_read_as_cost_or_set_up():
     assert "no_sync_enabled" not in proposed.facts
     used = understand(KB, "We use model.no_sync() on the accumulation steps.")
     assert used.facts.get("no_sync_enabled") is True
+
+
+def test_a_statement_that_an_error_happened_with_a_fix_named_is_no_question():
+    # the error's own advice quoted in a report of what happened: a description to diagnose
+    said = understand(KB, "多卡训练时出现 Please set find_unused_parameters=True 的错误")
+    assert said.reports_error and said.intent is None
+    # nothing named: no report of that kind (`ask` says it could not tell the cause)
+    assert not understand(KB, "I get an error").reports_error
+    # asked, it is a question
+    asked = understand(KB, "Why do I get an error with find_unused_parameters=True?")
+    assert not asked.reports_error and asked.intent is not None

@@ -299,7 +299,7 @@ def cmd_ask(kb, args, lang: str) -> int:
     if answer is not None:
         _print_answer(kb, answer, got, lang, fmt)
         return ExitCode.OK
-    if not understood.facts and not found_error:
+    if not understood.facts and not understood.reports_error and not found_error:
         _print_not_understood(kb, got, lang, fmt)
         return ExitCode.NO_ERROR_FOUND
     facts = reading.facts_with_leans(kb, understood.facts, understood.text)

@@ -345,7 +345,9 @@ def decide(
     fix, fix_sim, _ = near.top("fixes")
     aspect, aspect_sim, _ = near.top("aspects")
     fix_from = aspect_from = None
-    describes = bool(understood.facts) and not understood.is_question
+    # a statement of a set-up, or that an error happened, is diagnosed: naming a fix does not
+    # make it a question about the fix
+    describes = not understood.is_question and (bool(understood.facts) or understood.reports_error)
     if intent is not None and intent.fixes:
         fixes, fix_from = intent.fixes, "lexicon"
     elif describes or fix is None:

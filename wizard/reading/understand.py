@@ -65,6 +65,7 @@ class Understanding:
     guesses: tuple[Reading, ...]  # readings below the threshold (shown, not used)
     is_question: bool
     intent: Intent | None  # set when the text asks about a knowledge-base entry
+    reports_error: bool = False  # says an error happened and names a fix (lexicon error_report)
 
     @property
     def used(self) -> tuple[Reading, ...]:
@@ -208,6 +209,7 @@ class _Lexicon:
     question_start: _Words
     message_reference: _Words
     quoted_message: _Words
+    error_report: _Words
     topics: tuple[tuple[str, str, Mapping[str, Any], _Words], ...]
     aspects: tuple[tuple[str, _Words, _Words], ...]  # id, strong cues, weak cues
 
@@ -224,6 +226,7 @@ _CUE_LISTS = (
     "question_start",
     "message_reference",
     "quoted_message",
+    "error_report",
 )
 
 
@@ -344,11 +347,11 @@ def understand(kb: KnowledgeBase, text: str) -> Understanding:
     found.sort(key=lambda r: -r.confidence)
     is_question = _is_question(lexicon, text)
     intent = _intent(lexicon, doc)
+    reports_error = not is_question and _reports_an_error(lexicon, doc, intent)
     if intent is not None and not is_question:
-        # A fix named in a description is not a question about it, unless all the text says
-        # is the fix and what is asked about it (any aspect's strong cue: "…已设置，多卡还是报错",
-        # "it made training slower"; bench/TEXT.md 2026-12-06). A description that also tells
-        # the set-up gets the diagnosis for that set-up.
+        # A fix named in a description is no question about it, unless the text says only the
+        # fix and what is asked about it (an aspect's strong cue: "…已设置，多卡还是报错", "it
+        # made training slower"); a description telling the set-up besides is diagnosed.
         told = {k for r in found if r.confidence >= USE_THRESHOLD for k in r.facts}
         if told - set(intent.on_facts) or not _says_what_is_asked(lexicon, doc):
             intent = None
@@ -379,6 +382,7 @@ def understand(kb: KnowledgeBase, text: str) -> Understanding:
         guesses=guesses,
         is_question=is_question,
         intent=intent,
+        reports_error=reports_error,
     )
 
 
@@ -565,6 +569,12 @@ def _is_question(lexicon: _Lexicon, text: str) -> bool:
 def _contradicts(facts: Mapping[str, Any], intent: Intent) -> bool:
     """Whether the text says otherwise of a fact the fix it names implies."""
     return any(key in facts and facts[key] != value for key, value in intent.on_facts.items())
+
+
+def _reports_an_error(lexicon: _Lexicon, doc: _Doc, intent: Intent | None) -> bool:
+    """An error that happened, a fix named in it ("训练时出现 Please set
+    find_unused_parameters=True 错误"): diagnosed, not answered as a question about the fix."""
+    return intent is not None and bool(lexicon.error_report.spans(doc))
 
 
 def _says_what_is_asked(lexicon: _Lexicon, doc: _Doc) -> bool:
