@@ -469,8 +469,9 @@ def cmd_answers(kb, args, lang: str) -> int:
     # nothing pasted: the modules the answers name (a session's answers without its paste)
     modules = start.modules if result is not None else modules_in_answers(kb, answers)
     # in the session's order: the description, the answers, then details typed afterwards
-    facts = apply_answers(kb, facts_said(kb, start.facts, said, True), answers, modules)
-    facts = answers_win(kb, facts, facts_said(kb, {}, said))  # as the session does
+    read = facts_said(kb, {}, said, True)  # the description, read once
+    facts = apply_answers(kb, {**start.facts, **read}, answers, modules)
+    facts = answers_win(kb, facts, read)  # what was only read gives way, as in the session
     facts = facts_said(kb, facts, said_later)
     diagnosis = diagnose(kb, result, facts, answers)
     fmt = _format(args, sys.stdout)

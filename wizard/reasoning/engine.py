@@ -17,6 +17,7 @@ from types import MappingProxyType
 from ..common.memo import per_object
 from ..common.record import field, record, replace
 from ..knowledge.conditions import (  # condition_state is re-exported
+    UNKNOWN,
     ConditionTable,
     about_more_than_the_family,
     condition_holds,
@@ -517,7 +518,7 @@ def answers_win(
     gradient_checkpointing=True …"). The user's answer is surer than the reader."""
     kept = dict(facts)
     for key, value in read.items():
-        if kept.get(key, _ABSENT) != value:
+        if kept.get(key, UNKNOWN) != value:
             continue  # not read, or an answer has replaced it already
         implied = _implied(kb, key, value)
         if any(a in kept and kept[a] != b for a, b in implied.items()):
@@ -525,15 +526,12 @@ def answers_win(
     return kept
 
 
-_ABSENT = object()
-
-
 def _implied(kb: KnowledgeBase, key: str, value: Any) -> dict[str, Any]:
     """What the question asking `key` sets besides, for the answer that sets `value`."""
     for question in kb.questions:
         if question.fact == key and question.for_each is None:
             for option in question.options:
-                if option.sets.get(key, _ABSENT) == value:
+                if option.sets.get(key, UNKNOWN) == value:
                     return {k: v for k, v in option.sets.items() if k != key}
     return {}
 
