@@ -750,9 +750,10 @@ def session_sample(outcomes: list[Outcome], count: int, workdir: str) -> list[st
         return ["the `ddp-doctor` console script is not installed: the session sample was skipped."]
     questions = {lang: question_table(workdir, lang) for lang in ("en", "zh")}
     titles = {lang: fix_titles(lang) for lang in ("en", "zh")}
+    screens = {lang: session_texts(lang) for lang in ("en", "zh")}
     truths = load_truths()
     chosen = pick_session_cases(outcomes, count)
-    lines, tally = [], {"right": 0, "same": 0, "extra": 0, "failed": 0}
+    lines, tally = [], {"right": 0, "same": 0, "extra": 0, "failed": 0, "zh": 0, "zh_right": 0}
     for outcome in chosen:
         # a variant the sentence itself rules out is no user's (the `--answers` path skips it)
         run = next((r for r in outcome.runs if not r.excluded), outcome.runs[0])
@@ -761,7 +762,15 @@ def session_sample(outcomes: list[Outcome], count: int, workdir: str) -> list[st
         lang = outcome.case.lang
         try:
             asked, first_fix = drive_session(
-                pexpect, script, run.case.paste, answers, questions[lang], workdir, said, lang
+                pexpect,
+                script,
+                run.case.paste,
+                answers,
+                questions[lang],
+                workdir,
+                said,
+                lang,
+                screens[lang],
             )
         except Exception as exc:  # a hang or an unexpected screen: report it, do not stop
             lines.append(f"- {run.case.id}: the session run failed ({type(exc).__name__})")
@@ -772,8 +781,8 @@ def session_sample(outcomes: list[Outcome], count: int, workdir: str) -> list[st
         right = first_fix is not None and titles[lang].get(first_fix) in set(table["right"])
         tally["right"] += right
         if lang == "zh":
-            tally["zh"] = tally.get("zh", 0) + 1
-            tally["zh_right"] = tally.get("zh_right", 0) + right
+            tally["zh"] += 1
+            tally["zh_right"] += right
         tally["same"] += same
         tally["extra"] += max(0, len(asked) - len(run.asked))
         verdict = "same questions" if same else "DIFFERENT questions"
@@ -796,8 +805,8 @@ def session_sample(outcomes: list[Outcome], count: int, workdir: str) -> list[st
         f"**{len(chosen)} cases: first fix right in {tally['right']}, the questions of "
         f"`--answers` asked first in {tally['same']}, {tally['extra']} questions asked beyond "
         f"them in all (the framework, a tailoring or checking question), "
-        f"{tally['failed']} runs failed; the {tally.get('zh', 0)} Chinese sentences were told to a "
-        f"Chinese session (`--lang zh`), first fix right in {tally.get('zh_right', 0)}.**",
+        f"{tally['failed']} runs failed; the {tally['zh']} Chinese sentences were told to a "
+        f"Chinese session (`--lang zh`), first fix right in {tally['zh_right']}.**",
         "",
     ]
     return head + lines
@@ -812,7 +821,7 @@ def fix_titles(lang: str = "en") -> dict[str, str]:
 def pick_session_cases(outcomes: list[Outcome], count: int) -> list[Outcome]:
     """Cases with a paste (real DDP fixtures, then the corpus's), then the sentences with none:
     one per cause first (those that needed answers first), then the others, `count` in all."""
-    fixtures = []
+    playable_all = []
     for source in ("fixture", "corpus", "sentence"):
         # a sentence that comes with a family's paste cannot be told to the session, which
         # asks for a description only when there is no error to read
@@ -821,10 +830,10 @@ def pick_session_cases(outcomes: list[Outcome], count: int) -> list[Outcome]:
             for o in outcomes
             if o.case.source == source and bool(o.case.paste) == (source != "sentence")
         ]
-        fixtures += [o for o in playable if o.runs[0].asked]
-        fixtures += [o for o in playable if not o.runs[0].asked]
+        playable_all += [o for o in playable if o.runs[0].asked]
+        playable_all += [o for o in playable if not o.runs[0].asked]
     seen, first, rest = set(), [], []
-    for outcome in fixtures:
+    for outcome in playable_all:
         (rest if outcome.case.cause in seen else first).append(outcome)
         seen.add(outcome.case.cause)
     return (first + rest)[:count]
@@ -851,10 +860,14 @@ def drive_session(
     workdir: str,
     said: str | None = None,
     lang: str = "en",
+    screen_text: dict[str, str] | None = None,
 ):
     env = {**os.environ, "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm", "COLUMNS": "200"}
     env.pop("NO_COLOR", None)
-    screen_text = session_texts(lang)
+    screen_text = screen_text or session_texts(lang)
+    ends = "|".join(  # the report is on screen once the session asks what to do with it
+        re.escape(screen_text[key][:12]) for key in ("session_more_confirm", "session_save_confirm")
+    )
     child = pexpect.spawn(
         str(script),
         ["--lang", lang, *(["--paste", paste] if paste else [])],
@@ -872,10 +885,6 @@ def drive_session(
             child.expect(re.escape(screen_text["session_describe_prompt"][:12]))
             child.send(said.replace("\n", " ") + "\r")
         while True:
-            ends = "|".join(
-                re.escape(screen_text[key][:12])
-                for key in ("session_more_confirm", "session_save_confirm")
-            )
             index = child.expect([re.escape(screen_text["session_select_hint"]), ends, pexpect.EOF])
             if index != 0:
                 shown = re.search(
