@@ -230,3 +230,42 @@ def test_an_edited_rules_file_is_read_again_even_at_the_same_size(tmp_path):
         said.append(result.out)
     assert "apple here" in said[0] and "lemon here" in said[1], said
     assert (tmp_path / "cache" / "ddp-doctor").is_dir()  # the cache was in use
+
+
+def test_the_cache_folder_keeps_a_few_files_of_a_kind_not_one_per_upgrade(tmp_path):
+    """Every upgrade or edit of the rules makes a new cache file: writing one removes the
+    oldest of its kind beyond four, and temporary files a killed run left behind, and touches
+    nothing else (other kinds, other files, symlinks and what they point at)."""
+    folder = tmp_path / "ddp-doctor"
+    folder.mkdir(mode=0o700)
+    day = 24 * 3600
+    for age in range(1, 7):  # six earlier sets of rules, one a day
+        old = folder / f"rules-{age:032x}.marshal"
+        old.write_bytes(b"an older cache")
+        os.utime(old, (os.path.getmtime(old) - age * day,) * 2)
+    others = [folder / "examples-0123.json", folder / "notes.txt", folder / ".rules-live.1.tmp"]
+    for other in others:
+        other.write_bytes(b"not this kind, or still being written")
+    left_behind = folder / ".rules-dead.2.tmp"
+    left_behind.write_bytes(b"a killed writer's")
+    os.utime(left_behind, (os.path.getmtime(left_behind) - day,) * 2)
+    outside = tmp_path / "elsewhere.marshal"
+    outside.write_bytes(b"not the cache's")
+    (folder / "rules-link.marshal").symlink_to(outside)
+
+    first = run(tmp_path)
+    assert first.returncode == 0, first.err
+
+    rules = sorted(n for n in os.listdir(folder) if n.startswith("rules-"))
+    regular = [n for n in rules if not (folder / n).is_symlink()]
+    newest_old = [f"rules-{age:032x}.marshal" for age in (1, 2, 3)]
+    assert len(regular) == 4 and set(newest_old) < set(regular), rules
+    assert "rules-link.marshal" in rules and outside.read_bytes() == b"not the cache's"
+    assert all(other.exists() for other in others)
+    assert not left_behind.exists()
+    # the file just written is the one the next run reads: it writes none
+    before = {n: os.stat(folder / n, follow_symlinks=False).st_mtime_ns for n in os.listdir(folder)}
+    again = run(tmp_path)
+    assert again.returncode == 0 and again.out == first.out
+    after = {n: os.stat(folder / n, follow_symlinks=False).st_mtime_ns for n in os.listdir(folder)}
+    assert after == before

@@ -20,7 +20,10 @@ runner) another user could plant a cache or a symlink there, so:
   words: a terminal report never imports `json`); anything else is a miss, never an error;
 - a new cache file is written to a fresh temporary name (O_CREAT | O_EXCL, mode 0600, a
   random name, as `tempfile.mkstemp` makes it) in that folder and renamed over the old one,
-  so a planted file or symlink is replaced, never written through.
+  so a planted file or symlink is replaced, never written through;
+- after a write, only the newest KEEP_PER_KIND files of that kind stay (every upgrade or edit
+  of the rules makes a new one), and temporary files a killed writer left are removed; only
+  our own regular files are ever removed.
 
 The loader (kb.py) also checks the shape of what it reads and rebuilds from the YAML when
 building from the cache fails. Only the standard library's small modules are imported: the
@@ -175,6 +178,7 @@ def write(name: str, fmt: int, value: Any, codec: str = "json") -> None:
         finally:
             os.close(fd)
         os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+        _prune(folder, name)
     except OSError:
         from contextlib import suppress
 
@@ -182,3 +186,58 @@ def write(name: str, fmt: int, value: Any, codec: str = "json") -> None:
             os.unlink(temporary, dir_fd=folder)
     finally:
         os.close(folder)
+
+
+# Cache files of one kind kept side by side. Every upgrade, reinstall or edit of a rules file
+# makes a new one (its key is the files' `stat`), so without a bound the folder only grows
+# (~1.6 MB a set of rules); a few are kept for a user who switches between installs or rules
+# folders, each of which then still starts from its own cache.
+KEEP_PER_KIND = 4
+STALE_TEMPORARY_SECONDS = 3600  # a temporary file this old was left by a writer that died
+
+
+def _prune(folder: int, written: str) -> None:
+    """Remove this kind's oldest cache files beyond KEEP_PER_KIND, and temporary files a
+    killed writer left behind. Only our own regular files are touched (the folder is private,
+    see `_open_dir`); a file another run reads at that moment stays readable to it (POSIX
+    unlink), and a run that finds it gone only rebuilds it."""
+    import time
+
+    kind = written.split("-", 1)[0] + "-"
+    stale = time.time() - STALE_TEMPORARY_SECONDS
+    same_kind = []
+    for name, modified in _own_files(folder):
+        if name.startswith("." + kind) and name.endswith(".tmp"):
+            if modified < stale:
+                _remove(name, folder)
+        elif name.startswith(kind) and name != written:
+            same_kind.append((modified, name))
+    for _, name in sorted(same_kind, reverse=True)[KEEP_PER_KIND - 1 :]:
+        _remove(name, folder)
+
+
+def _own_files(folder: int) -> list[tuple[str, float]]:
+    """Name and modification time of the folder's regular files owned by this user (never a
+    symlink, a folder or a FIFO); [] where a folder cannot be listed by its descriptor."""
+    if os.scandir not in os.supports_fd:
+        return []
+    uid, found = os.getuid(), []
+    try:
+        with os.scandir(folder) as listing:
+            for entry in listing:
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:  # removed meanwhile
+                    continue
+                if stat.S_ISREG(info.st_mode) and info.st_uid == uid:
+                    found.append((entry.name, info.st_mtime))
+    except OSError:
+        return []
+    return found
+
+
+def _remove(name: str, folder: int) -> None:
+    from contextlib import suppress
+
+    with suppress(OSError):  # gone already, or not ours: pruning is only housekeeping
+        os.unlink(name, dir_fd=folder)
