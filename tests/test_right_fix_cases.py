@@ -462,6 +462,25 @@ def test_summing_several_losses_is_not_an_answer_that_hides_the_cause(tmp_path):
     assert "没加进去" in zh["splitting_question"]["options"][0]["label"]
 
 
+def test_a_multitask_model_whose_tasks_take_turns_gets_the_flag_in_one_more_answer(tmp_path):
+    """A known "several tasks" (an answer, or a sentence that said it) no longer skips the
+    training-step list: tasks that sit out some steps are a branch, one answer away from its
+    fix, where the per-cause questions took four (losses summed, a module never called,
+    ignored outputs, then the branch)."""
+    paste = REAL / "unused_module__nodebug__spawn.txt"
+    truth = {
+        "step_pattern": "branches",
+        "all_losses_summed": "yes",
+        "module_never_called": "no",
+        "forward_unused_outputs": "no",
+        "conditional_modules": "steps",
+        "gradient_checkpointing": "none",
+    }
+    doc, asked = truthful(tmp_path, {"multitask": "yes"}, truth, paste)
+    assert asked == ["step_pattern"]
+    assert advised(doc)[0] in {"find_unused_parameters", "find_unused_parameters_any_checkpointing"}
+
+
 def test_before_the_checkpointing_answer_the_flag_comes_with_use_reentrant_false(tmp_path):
     """Measured on torch 2.13: with a block under reentrant checkpointing, find_unused_parameters
     stops at the first backward with "marked as ready twice", for a branch

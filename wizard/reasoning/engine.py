@@ -754,7 +754,7 @@ def question_toward_a_fix(
             if answered_facts is None:  # "I don't know": the question was wasted
                 cost += p * (1.0 + _BEYOND_LOOKAHEAD)
             else:
-                cost += p * (1.0 + _best_next_cost(kb, answered_facts, candidates, asked))
+                cost += p * (1.0 + _best_next_cost(kb, facts, answered_facts, candidates, asked))
             if cost >= best_cost - 1e-9:
                 break
         if cost < best_cost - _NEAR_TIE:
@@ -836,14 +836,16 @@ def _per_cause_weights(
 
 def _best_next_cost(
     kb: KnowledgeBase,
+    before: Mapping[str, Any],
     facts: Mapping[str, Any],
     candidates: list[AskedQuestion],
     just_asked: AskedQuestion,
 ) -> float:
-    """After one answer without a fix: the expected further cost of the best next question,
-    looking one answer ahead (an answer without a fix then costs `_BEYOND_LOOKAHEAD`)."""
+    """After one answer without a fix (`before` -> `facts`): the expected further cost of the
+    best next question, looking one answer ahead (an answer without a fix then costs
+    `_BEYOND_LOOKAHEAD`)."""
     best = _BEYOND_LOOKAHEAD
-    for asked in _still_open(kb, facts, candidates, just_asked):
+    for asked in _still_open(kb, before, facts, candidates, just_asked):
         branches = _branches(kb, facts, asked)
         if branches is None:
             continue
@@ -856,14 +858,20 @@ def _best_next_cost(
 
 def _still_open(
     kb: KnowledgeBase,
+    before: Mapping[str, Any],
     facts: Mapping[str, Any],
     candidates: list[AskedQuestion],
     just_asked: AskedQuestion,
 ) -> list[AskedQuestion]:
     """The questions open after an answer: the other candidates still open, and those the
-    answer opened (a follow-up such as "are all the losses summed?")."""
+    answer opened (a follow-up such as "are all the losses summed?"). A question open before
+    the answer that is no candidate was answered already: the answer does not reopen it."""
     keys = {a.key for a in candidates}
-    opened = [a for a in _general_questions(kb) if a.key not in keys and is_open(a, facts, ())]
+    opened = [
+        a
+        for a in _general_questions(kb)
+        if a.key not in keys and is_open(a, facts, ()) and not is_open(a, before, ())
+    ]
     return [
         a
         for a in candidates + opened
