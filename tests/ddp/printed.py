@@ -7,6 +7,9 @@ ddp-doctor's own code (render.fields_for) for a CPU/gloo job, then executed.
   user already has; run_scenario.py then builds the real wrapper with them.
 - zero_weight_aux_loss (where a scenario uses this module): the generic form, rendered
   for the module the scenario's real error names, runs on the real DDP-wrapped model.
+- remove_unused_module and freeze_before_wrapping: the lines before the wrapping line,
+  rendered for the module the scenario's real error names (`model.unused.requires_grad_(False)`),
+  run on the model before DDP wraps it.
 
 A snippet that fails as printed (a wrong name, a missing keyword) fails the job, as it
 would fail the user.
@@ -122,3 +125,18 @@ def add_zero_term(model, loss, scenario: str):
     space = {"model": model, "loss": loss}
     exec(compile(zero_term_block(code), "<printed zero_weight_aux_loss>", "exec"), space)
     return space["loss"]
+
+
+# ------------------------------------------------------------------ freeze before wrapping
+
+
+def freeze_as_printed(model, fix_ids: tuple[str, ...], scenario: str) -> None:
+    """Run on `model` (not wrapped yet) what each printed snippet of `fix_ids` does before
+    its wrapping line (`{module}.requires_grad_(False)`), rendered for the module the
+    scenario's real error names: a module path the model does not have fails the job."""
+    for fix_id in fix_ids:
+        lines = render(fix_id, modules=error_modules(scenario)).splitlines()
+        wrap = next(i for i, line in enumerate(lines) if "DistributedDataParallel(" in line)
+        before = [line for line in lines[:wrap] if not line.startswith(("from ", "import "))]
+        assert any(".requires_grad_(False)" in line for line in before), (fix_id, lines)
+        exec(compile("\n".join(before), f"<printed {fix_id}>", "exec"), {"model": model})

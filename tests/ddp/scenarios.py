@@ -133,7 +133,10 @@ class UnusedModule(nn.Module):
         if REMOVE_UNUSED_MODULE in fixes:
             del self.unused  # fix: the module is not needed, so it is not there
         if FREEZE_BEFORE_WRAPPING in fixes:
-            self.unused.requires_grad_(False)  # fix: frozen before DDP sees it
+            # fix: frozen before DDP sees it, as the two fixes print it for the real error
+            _freeze_as_printed(
+                self, (REMOVE_UNUSED_MODULE, FREEZE_BEFORE_WRAPPING), "unused_module"
+            )
 
     def forward(self, x):
         return self.head(torch.relu(self.body(x)))
@@ -779,7 +782,14 @@ def freeze_body_after_wrap(module, fixes):
 
 def freeze_body_before_wrap(module, fixes):
     if FREEZE_BEFORE_WRAPPING in fixes:
-        module.body.requires_grad_(False)  # fix: freeze first, then wrap
+        # fix: freeze first, then wrap, as printed for the real error (it names `body`)
+        _freeze_as_printed(module, (FREEZE_BEFORE_WRAPPING,), "requires_grad_after_wrap")
+
+
+def _freeze_as_printed(model, fix_ids, scenario):
+    import printed
+
+    printed.freeze_as_printed(model, fix_ids, scenario)
 
 
 def tie_after_wrap(module, fixes):

@@ -212,6 +212,31 @@ def test_every_printed_find_unused_turns_static_graph_off_when_told(fix_id):
     assert "static_graph" not in printed.render(fix_id)
 
 
+@pytest.mark.parametrize(
+    ("scenario", "fix_ids"),
+    [
+        ("unused_module", ("remove_unused_module", "freeze_before_wrapping")),
+        ("requires_grad_after_wrap", ("freeze_before_wrapping",)),
+    ],
+)
+def test_printed_freeze_line_freezes_what_the_real_error_lists(scenario, fix_ids):
+    """The freeze line as printed for the scenario's real error (`model.unused...`, before
+    wrapping) runs on the model and stops exactly the parameters that error lists; the jobs
+    of these fixes run it that way (scenarios.py)."""
+    import printed
+    import scenarios as sc
+    from ddp_doctor.knowledge import kb
+    from ddp_doctor.reading import triage
+
+    paste = printed.REAL / f"{scenario}__info__spawn.txt"
+    found = triage.triage_text(kb.load(), paste.read_text(encoding="utf-8")).findings
+    listed = {name for finding in found for name in finding.unused_parameter_names}
+    model = sc.build_model(sc.SCENARIOS[scenario], frozenset())
+    printed.freeze_as_printed(model, fix_ids, scenario)
+    frozen = {name for name, p in model.named_parameters() if not p.requires_grad}
+    assert frozen == set(listed) and frozen
+
+
 def test_printed_zero_term_reaches_the_module_inside_ddp():
     """The generic zero term as printed for the MoE scenario's real error names the expert
     through `model.module` (on the wrapper, `model.experts` is an AttributeError)."""
