@@ -604,3 +604,23 @@ def test_layers_frozen_after_wrapping_get_the_flag_only_without_reentrant_checkp
     reentrant = report(tmp_path, {**checkpointed, asked: "no"}, paste)
     assert advised(reentrant)[0] == "freeze_before_wrapping"
     assert "find_unused_parameters" in [w["id"] for w in reentrant["warnings"]]
+
+
+def test_static_graph_user_unsure_of_the_step_list_is_asked_about_ignored_outputs(tmp_path):
+    """An output the loss ignores, under static_graph=True (the graph-changed error): a user
+    who cannot pick from the training-step list used to answer six more questions and get no
+    fix, because the question about ignored outputs was not asked for this error; now it is,
+    and the flag (with non-reentrant checkpointing, if any) follows."""
+    paste = REAL / "unused_forward_output.static_graph__nodebug__spawn.txt"
+    truth = {
+        "conditional_modules": "none",
+        "backward_calls": "one",
+        "requires_grad_changed": "no",
+        "module_never_called": "no",
+        "gradient_checkpointing": "none",
+        "forward_unused_outputs": "yes",
+        "multitask": "no",
+    }
+    doc, asked = truthful(tmp_path, {"step_pattern": "unsure"}, truth, paste)
+    assert "forward_unused_outputs" in asked
+    assert advised(doc)[:1] == ["find_unused_parameters_any_checkpointing"]
