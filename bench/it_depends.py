@@ -90,12 +90,10 @@ def session_walk(kb, engine, triage, facts, answers, depth, ends) -> None:
         ends[f"still asking after {SESSION_DEPTH} answers"] += 1
         return
     modules = triage.unused_modules if triage else ()
-    unsure = sum(1 for value in answers.values() if value == engine.UNSURE)
-    asked = engine.next_question(
-        kb, facts, answers.keys(), modules, len(answers), unsure_count=unsure
-    )
+    unsure = [key for key, value in answers.items() if value == engine.UNSURE]
+    asked = engine.next_question(kb, facts, answers.keys(), modules, len(answers), unsure=unsure)
     if asked is None:
-        ends[session_ending(engine.diagnose(kb, triage, facts, answers), answers, unsure)] += 1
+        ends[session_ending(engine.diagnose(kb, triage, facts, answers), answers, len(unsure))] += 1
         return
     for option in asked.options:
         after = engine.apply_answer(facts, asked, option.value)

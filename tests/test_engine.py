@@ -68,7 +68,7 @@ def honest(asked: engine.AskedQuestion, facts_true: dict) -> str:
 
 def interview(facts: dict, answer, modules=()) -> tuple[dict, list[engine.AskedQuestion]]:
     asked_so_far: list[engine.AskedQuestion] = []
-    unsure = 0
+    unsure: list[str] = []
     while True:
         asked = engine.next_question(
             KB,
@@ -76,12 +76,13 @@ def interview(facts: dict, answer, modules=()) -> tuple[dict, list[engine.AskedQ
             [a.key for a in asked_so_far],
             modules,
             len(asked_so_far),
-            unsure_count=unsure,
+            unsure=unsure,
         )
         if asked is None:
             return facts, asked_so_far
         value = answer(asked)
-        unsure += value == engine.UNSURE
+        if value == engine.UNSURE:
+            unsure.append(asked.key)
         updated = engine.apply_answer(facts, asked, value)
         assert updated is not None, asked.key
         facts = updated
@@ -306,3 +307,28 @@ def test_a_descriptions_nearest_examples_never_lift_a_cause_its_facts_rule_out()
     leaned = engine.rank_causes(KB, {**facts, engine.TEXT_LEANS: (("unused_module", 30.0),)})
     assert [r.id for r in leaned] == [r.id for r in alone]
     assert [r.probability for r in leaned] == [r.probability for r in alone]
+
+
+def test_the_interview_asks_the_question_its_report_names_after_an_i_dont_know():
+    """Two losses with two `backward()` calls, LoRA, checkpointing answered "I don't know":
+    with that answer left open the report names the question that decides (is one loss
+    computed from an intermediate layer?). The interview used to stop one question short and
+    print "the question that matters next: …" to a user who was still in it; it asks it."""
+    facts = {"family": "unfinished_reduction", "lora": True}
+    given = {
+        "multitask": "no",
+        "step_pattern": "backward_many",
+        "gradient_checkpointing": engine.UNSURE,
+        "backward_layout": "shared",
+        "find_unused_enabled": "works",
+    }
+
+    def answer(asked):
+        return given.get(asked.key, engine.UNSURE)
+
+    final, asked = interview(facts, answer)
+    report = engine.diagnose(KB, None, final, {a.key: answer(a) for a in asked})
+    keys = [a.key for a in asked]
+    assert "backward_from_intermediate" in keys, keys
+    named = report.splitting_question
+    assert named is None or named.key in keys, (named.key, keys)

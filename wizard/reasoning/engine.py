@@ -10,7 +10,7 @@ entropy) about the cause.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from itertools import islice
 from types import MappingProxyType
 
@@ -594,19 +594,19 @@ def next_question(
     modules: Iterable[str] = (),
     asked_count: int = 0,
     lookahead: int = 2,
-    unsure_count: int = 0,
+    unsure: Collection[str] = (),
     for_interview: bool = True,
 ) -> AskedQuestion | None:
     """The question to ask now, or None when the interview is over. `lookahead`: how many
     answers the search for a fix looks ahead (1 is cheaper, for the decision table's
-    second level). `unsure_count`: answers of "I don't know" so far; each takes one
+    second level). `unsure`: the questions answered "I don't know" so far; each takes one
     question from the extra budget toward a fix, so a user who cannot tell is not kept
     long. Options that deny a known fact are not offered. `for_interview`: the question
     the interview asks; the decision table, which only orders its candidates by it, skips
     what the interview adds (a tailoring question only if some answer changes what is
     printed, `_tailors`; with no advice, the table's own deciding question before the end)."""
     asked = _next_question(
-        kb, facts, answered, modules, asked_count, lookahead, unsure_count, for_interview
+        kb, facts, answered, modules, asked_count, lookahead, unsure, for_interview
     )
     return None if asked is None else offered(asked, facts)
 
@@ -625,7 +625,7 @@ def _next_question(
     modules: Iterable[str],
     asked_count: int,
     lookahead: int,
-    unsure_count: int,
+    unsure: Collection[str],
     for_interview: bool,
 ) -> AskedQuestion | None:
     answered = set(answered)
@@ -634,7 +634,7 @@ def _next_question(
     # the usual budget once a fix is advice; while none is, a few more questions may lead to one
     budget = conf["max_questions"]
     if not advises:
-        budget = max(budget, conf["max_questions_toward_a_fix"] - unsure_count)
+        budget = max(budget, conf["max_questions_toward_a_fix"] - len(unsure))
     if asked_count >= budget:
         return None
     candidates = [a for a in instantiate(kb, modules) if is_open(a, facts, answered)]
@@ -665,12 +665,28 @@ def _next_question(
         # no fix yet and no question that narrows the causes (one may lead clearly with no
         # fix proven for the others): the question the report would say decides is asked
         # rather than ending on "it depends" (a session used to stop there)
-        _, deciding = decision_table(kb, facts, answered, modules, set())
+        deciding = _deciding_question(kb, facts, answered, unsure, modules)
         if deciding is not None:
             return deciding
     if asked_count >= conf["max_questions"]:
         return None  # the questions beyond the usual budget are for a fix, not for tailoring
     return next((a for a in tailoring if not for_interview or _tailors(kb, facts, a)), None)
+
+
+def _deciding_question(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    answered: set[str],
+    unsure: Collection[str],
+    modules: Iterable[str],
+) -> AskedQuestion | None:
+    """The question the report would name as deciding (`diagnose`), if it is still to be
+    asked: when no answer decides with every answer counted, the report looks again with the
+    "I don't know" ones left open, and the interview must not stop on a question it names."""
+    rows, deciding = decision_table(kb, facts, answered, modules, set())
+    if not rows and unsure:
+        _, deciding = decision_table(kb, facts, answered - set(unsure), modules, set())
+    return None if deciding is None or deciding.key in answered else deciding
 
 
 def _tailors(kb: KnowledgeBase, facts: Mapping[str, Any], asked: AskedQuestion) -> bool:

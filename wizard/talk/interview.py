@@ -94,9 +94,9 @@ class Interview:
 
     def next_question(self) -> AskedQuestion | None:
         answered = [step.asked.key for step in self.history]
-        unsure = sum(1 for step in self.history if step.value == engine.UNSURE)
+        unsure = [step.asked.key for step in self.history if step.value == engine.UNSURE]
         return engine.next_question(
-            self.kb, self.facts, answered, self.modules, len(self.history), unsure_count=unsure
+            self.kb, self.facts, answered, self.modules, len(self.history), unsure=unsure
         )
 
     def answer(self, asked: AskedQuestion, value: str) -> None:
