@@ -683,10 +683,26 @@ def _deciding_question(
     """The question the report would name as deciding (`diagnose`), if it is still to be
     asked: when no answer decides with every answer counted, the report looks again with the
     "I don't know" ones left open, and the interview must not stop on a question it names."""
-    rows, deciding = decision_table(kb, facts, answered, modules, set())
-    if not rows and unsure:
-        _, deciding = decision_table(kb, facts, answered - set(unsure), modules, set())
+    _, deciding = _table_unsure_open(kb, facts, answered, unsure, modules, set())
     return None if deciding is None or deciding.key in answered else deciding
+
+
+def _table_unsure_open(
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    answered: Iterable[str],
+    unsure: Collection[str],
+    modules: Iterable[str],
+    advised: set[str],
+) -> tuple[tuple[ConditionalFix, ...], AskedQuestion | None]:
+    """`decision_table`, and where it has no rows, again with the questions answered "I don't
+    know" left open: such a question can still decide, and its rows say what to check. The
+    report (`diagnose`) and the interview (`_deciding_question`) look the same way."""
+    rows, deciding = decision_table(kb, facts, answered, modules, advised)
+    if not rows and unsure:
+        settled = [key for key in answered if key not in unsure]
+        rows, deciding = decision_table(kb, facts, settled, modules, advised)
+    return rows, deciding
 
 
 def _tailors(kb: KnowledgeBase, facts: Mapping[str, Any], asked: AskedQuestion) -> bool:
@@ -1182,11 +1198,9 @@ def diagnose(
     # a fix the advice already does (`covers`: the flag inside "the flag, and non-reentrant
     # checkpointing if any") is no further fix for any answer
     advised = {f.id for f in fixes} | {c for f in fixes for c in f.fix.covers}
-    rows, splitting = decision_table(kb, all_facts, answered, modules, advised)
-    if not rows and not fixes:
-        # a question answered "I don't know" can still decide: its rows say what to check
-        settled = tuple(key for key, value in (answers or {}).items() if value != UNSURE)
-        rows, splitting = decision_table(kb, all_facts, settled, modules, advised)
+    # with advice, a question answered "I don't know" is not looked at again
+    unsure = () if fixes else [k for k, v in (answers or {}).items() if v == UNSURE]
+    rows, splitting = _table_unsure_open(kb, all_facts, answered, unsure, modules, advised)
     plausible = safety.plausible_causes(ranked, all_facts, settings(kb))
     if not fixes:
         rows += cause_rows(kb, plausible, all_facts, rows)
