@@ -226,3 +226,42 @@ def test_a_question_about_a_message_it_does_not_hold_asks_for_the_message(text, 
 def test_a_sentence_about_nothing_still_asks_what_the_step_does():
     data = json.loads(ask("--json", "the weather is nice today").stdout)
     assert "triage -" not in data["hint"] and "backward()" in data["hint"]
+
+
+@pytest.mark.parametrize(
+    ("text", "fix"),
+    [
+        (
+            "Set find_unused_parameters=True for torch's DistributedDataParallel",
+            "find_unused_parameters",
+        ),
+        ("Pass static_graph=True to DistributedDataParallel", "static_graph"),
+        ("Try setting find_unused_parameters=True in the Trainer", "find_unused_parameters"),
+        # the framework named is where the fix goes, not a set-up told besides
+        ("Set find_unused_parameters=True in the Lightning Trainer", "find_unused_parameters"),
+    ],
+)
+def test_an_instruction_naming_a_fix_is_answered_with_how_to_apply_it(text, fix):
+    """Someone's advice pasted as it was given ("Set X for DDP") asks how to apply it: the answer
+    is where the fix goes, and the fix is not read as already in the user's set-up."""
+    data = json.loads(ask(text, "--json").out)
+    assert data["kind"] == "answer"
+    assert fix in data["fixes"] and data["aspect"] == "framework"
+    assert any(part["code"] for part in data["parts"])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # what was done, told without "I": the error says it is a set-up that still fails
+        "Set find_unused_parameters=True and still get the same error",
+        # later in a story, an instruction-like sentence tells what was done
+        "Training ran fine on one GPU. Set find_unused_parameters=True and it hangs on two.",
+        # a model told in the words of a fix's topic: the set-up, diagnosed
+        "use gradient checkpointing with LoRA on 2 GPUs",
+        "set requires_grad=False for the backbone after wrapping",
+    ],
+)
+def test_a_set_up_told_without_i_is_not_taken_for_an_instruction(text):
+    data = json.loads(ask(text, "--json").out)
+    assert not (data["kind"] == "answer" and data.get("aspect") == "framework"), data

@@ -66,6 +66,9 @@ class Understanding:
     is_question: bool
     intent: Intent | None  # set when the text asks about a knowledge-base entry
     reports_error: bool = False  # says an error happened and names a fix (lexicon error_report)
+    # opens with an instruction that names a fix ("Set X for DDP"): read as asking how to apply
+    # it; a post's other sentences may say more of what is asked, so it does not pick the sentence
+    instruction: bool = False
 
     @property
     def used(self) -> tuple[Reading, ...]:
@@ -211,7 +214,7 @@ class _Lexicon:
     quoted_message: _Words
     error_report: _Words
     topics: tuple[tuple[str, str, Mapping[str, Any], _Words], ...]
-    aspects: tuple[tuple[str, _Words, _Words], ...]  # id, strong cues, weak cues
+    aspects: tuple[tuple[str, _Words, _Words, _Words], ...]  # id; strong, weak, opening cues
 
 
 _COMPILED: dict[int, tuple[KnowledgeBase, _Lexicon]] = {}
@@ -278,7 +281,8 @@ def _compile(kb: KnowledgeBase) -> _Lexicon:
         **{name: _words(cues.get(name, [])) for name in _CUE_LISTS},
         topics=tuple(topics),
         aspects=tuple(
-            (a["id"], _words(a["match"]), _words(a.get("weak", []))) for a in raw.get("aspects", [])
+            (a["id"], _words(a["match"]), _words(a.get("weak", [])), _words(a.get("opening", [])))
+            for a in raw.get("aspects", [])
         ),
     )
     _COMPILED[id(kb)] = (kb, lexicon)
@@ -345,16 +349,9 @@ def understand(kb: KnowledgeBase, text: str) -> Understanding:
                 hits[name] = inside[:50]  # a pathological sentence cannot make this quadratic
         found += _read_sentence(lexicon, doc, start, end, units, hits)
     found.sort(key=lambda r: -r.confidence)
-    is_question = _is_question(lexicon, text)
-    intent = _intent(lexicon, doc)
-    reports_error = not is_question and _reports_an_error(lexicon, doc, intent)
-    if intent is not None and not is_question:
-        # A fix named in a description is no question about it, unless the text says only the
-        # fix and what is asked about it (an aspect's strong cue: "…已设置，多卡还是报错", "it
-        # made training slower"); a description telling the set-up besides is diagnosed.
-        told = {k for r in found if r.confidence >= USE_THRESHOLD for k in r.facts}
-        if told - set(intent.on_facts) or not _says_what_is_asked(lexicon, doc):
-            intent = None
+    told = {k for r in found if r.confidence >= USE_THRESHOLD for k in r.facts}
+    asked = _what_is_asked(lexicon, doc, sentences, told)
+    intent = asked.intent
     if intent is not None and intent.aspect != "still_fails":
         # "how do I set find_unused_parameters?" names the flag without saying it is on
         found = [r for r in found if not set(r.facts) & set(intent.on_facts)]
@@ -380,10 +377,43 @@ def understand(kb: KnowledgeBase, text: str) -> Understanding:
         readings=tuple(found),
         facts=facts,
         guesses=guesses,
-        is_question=is_question,
+        is_question=asked.is_question,
         intent=intent,
-        reports_error=reports_error,
+        reports_error=asked.reports_error,
+        instruction=asked.instruction,
     )
+
+
+@dataclass(frozen=True)
+class _Asked:
+    intent: Intent | None
+    is_question: bool
+    instruction: bool
+    reports_error: bool
+
+
+def _what_is_asked(lexicon: _Lexicon, doc: _Doc, sentences, told: set[str]) -> _Asked:
+    """Whether the text asks about a fix, and what (`told`: the facts its readings set)."""
+    opening = _opening_aspect(lexicon, doc, sentences)
+    intent = _intent(lexicon, doc, opening)
+    tells_more = intent is not None and bool(told - set(intent.on_facts))
+    # An instruction that names a fix ("Set X=True in the Trainer") asks how to apply it, unless
+    # it says an error happened or tells the set-up besides the framework it names ("use
+    # gradient checkpointing with LoRA on 2 GPUs" describes a model in a fix's words).
+    instruction = (
+        opening is not None
+        and intent is not None
+        and not told - set(intent.on_facts) - _WHERE_A_FIX_GOES
+        and not lexicon.error_report.spans(doc)
+    )
+    is_question = _is_question(lexicon, doc.text) or instruction
+    reports_error = not is_question and _reports_an_error(lexicon, doc, intent)
+    # A fix named in a description is no question about it, unless the text says only the fix
+    # and what is asked about it (an aspect's strong cue: "…已设置，多卡还是报错", "it made
+    # training slower"); a description telling the set-up besides is diagnosed.
+    if not is_question and (tells_more or not _says_what_is_asked(lexicon, doc)):
+        intent = None
+    return _Asked(intent, is_question, instruction, reports_error)
 
 
 def _named_modules(kb: KnowledgeBase, text: str) -> Reading | None:
@@ -579,10 +609,28 @@ def _reports_an_error(lexicon: _Lexicon, doc: _Doc, intent: Intent | None) -> bo
 
 def _says_what_is_asked(lexicon: _Lexicon, doc: _Doc) -> bool:
     """A strong cue of any aspect ("slow", "still get the error", "side effects")."""
-    return any(bool(words.spans(doc)) for _, words, _ in lexicon.aspects)
+    return any(bool(words.spans(doc)) for _, words, _, _ in lexicon.aspects)
 
 
-def _intent(lexicon: _Lexicon, doc: _Doc) -> Intent | None:
+_WHERE_A_FIX_GOES = frozenset({"framework"})  # a fact an instruction may name: no set-up
+_OPENING_SKIP = " \t\n\r-*>•\"'`(["  # what may stand before a sentence's first word
+
+
+def _opening_aspect(lexicon: _Lexicon, doc: _Doc, sentences) -> str | None:
+    """The aspect whose `opening` cue is the text's first word ("Set X for DDP"), if any. Only
+    the first sentence's: later in a story, "Set X=True and it trains now" tells what was done."""
+    if not sentences:
+        return None
+    first, end = sentences[0]
+    while first < end and doc.text[first] in _OPENING_SKIP:
+        first += 1
+    for aspect_id, _, _, words in lexicon.aspects:
+        if words.first(doc, first, end) == first:
+            return aspect_id
+    return None
+
+
+def _intent(lexicon: _Lexicon, doc: _Doc, opening: str | None = None) -> Intent | None:
     topics: list[tuple[int, str, str, Mapping[str, Any]]] = []
     for topic_id, fix_id, on, words in lexicon.topics:
         at = words.first(doc)
@@ -594,12 +642,12 @@ def _intent(lexicon: _Lexicon, doc: _Doc) -> Intent | None:
     # A strong cue ("slow down", "still get the error") names what is asked by itself; a weak
     # one ("still", "or", "problem") often means something else, so it counts only where no
     # aspect has a strong cue: "does it still slow training down?" asks about the cost.
-    strong = [aspect_id for aspect_id, words, _ in lexicon.aspects if words.spans(doc)]
-    weak = [aspect_id for aspect_id, _, words in lexicon.aspects if words.spans(doc)]
+    strong = [aspect_id for aspect_id, words, _, _ in lexicon.aspects if words.spans(doc)]
+    weak = [aspect_id for aspect_id, _, words, _ in lexicon.aspects if words.spans(doc)]
     if len(topics) < 2:  # "which is better" about one fix: not a comparison
         strong = [a for a in strong if a != "difference"]
         weak = [a for a in weak if a != "difference"]
-    found = strong or weak
+    found = strong or ([opening] if opening else weak)
     aspect = found[0] if found else None
     on: dict[str, Any] = {}
     for _, _, _, facts in topics:

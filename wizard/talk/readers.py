@@ -52,7 +52,11 @@ def read_post(kb, text: str) -> tuple[Post, list[str]]:
     post = split_post(text)
     if len(post.sentences) < 2:  # one sentence: read whole, as before (no second reading)
         return post, []
-    asking = [s for s in post.sentences[:MAX_SENTENCES] if understand(kb, s).is_question]
+    asking = []
+    for sentence in post.sentences[:MAX_SENTENCES]:
+        read = understand(kb, sentence)
+        if read.is_question and not read.instruction:
+            asking.append(sentence)
     return post, asking
 
 
