@@ -265,3 +265,16 @@ def test_an_instruction_naming_a_fix_is_answered_with_how_to_apply_it(text, fix)
 def test_a_set_up_told_without_i_is_not_taken_for_an_instruction(text):
     data = json.loads(ask(text, "--json").out)
     assert not (data["kind"] == "answer" and data.get("aspect") == "framework"), data
+
+
+def test_the_same_words_told_as_the_description_are_the_set_up(tmp_path):
+    """At the session's "describe it" prompt (and in a saved session's `said:`), the text is
+    known to describe the set-up: "set X=True in the Trainer" is what was done, not advice."""
+    said = "set find_unused_parameters=True in the Lightning Trainer"
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"said": said}), encoding="utf-8")
+    done = cli("--answers", str(answers), "--json", "--lang", "en")
+    facts = json.loads(done.out)["facts"]
+    assert facts["find_unused_enabled"] is True and facts["framework"] == "lightning"
+    # asked on its own, the same words ask how to apply the flag
+    assert json.loads(ask(said, "--json").out)["aspect"] == "framework"

@@ -328,8 +328,11 @@ def _sentences(text: str) -> list[tuple[int, int]]:
     return [(s, e) for s, e in bounds if text[s:e].strip()]
 
 
-def understand(kb: KnowledgeBase, text: str) -> Understanding:
-    """What the text says, as facts with confidence; and whether it asks about a fix."""
+def understand(kb: KnowledgeBase, text: str, instructions: bool = True) -> Understanding:
+    """What the text says, as facts with confidence; and whether it asks about a fix.
+    `instructions=False`: the text is known to describe the user's set-up (the session's
+    "describe it" prompt), so "set find_unused_parameters=True in the Trainer" is what was done,
+    not an instruction asking how to do it."""
     text = text[:MAX_CHARS]
     lexicon = _compile(kb)
     units = _Units(text)
@@ -350,7 +353,7 @@ def understand(kb: KnowledgeBase, text: str) -> Understanding:
         found += _read_sentence(lexicon, doc, start, end, units, hits)
     found.sort(key=lambda r: -r.confidence)
     told = {k for r in found if r.confidence >= USE_THRESHOLD for k in r.facts}
-    asked = _what_is_asked(lexicon, doc, sentences, told)
+    asked = _what_is_asked(lexicon, doc, sentences, told, instructions)
     intent = asked.intent
     if intent is not None and intent.aspect != "still_fails":
         # "how do I set find_unused_parameters?" names the flag without saying it is on
@@ -392,9 +395,11 @@ class _Asked:
     reports_error: bool
 
 
-def _what_is_asked(lexicon: _Lexicon, doc: _Doc, sentences, told: set[str]) -> _Asked:
+def _what_is_asked(
+    lexicon: _Lexicon, doc: _Doc, sentences, told: set[str], instructions: bool = True
+) -> _Asked:
     """Whether the text asks about a fix, and what (`told`: the facts its readings set)."""
-    opening = _opening_aspect(lexicon, doc, sentences)
+    opening = _opening_aspect(lexicon, doc, sentences) if instructions else None
     intent = _intent(lexicon, doc, opening)
     tells_more = intent is not None and bool(told - set(intent.on_facts))
     # An instruction that names a fix ("Set X=True in the Trainer") asks how to apply it, unless
@@ -457,8 +462,9 @@ def points_at_a_message(kb: KnowledgeBase, text: str) -> bool:
 
 
 def facts_from_text(kb: KnowledgeBase, text: str) -> dict[str, Any]:
-    """Only the facts (the engine's old entry point)."""
-    return dict(understand(kb, text).facts)
+    """Only the facts of a text that describes the set-up (the engine's old entry point: the
+    session's description, a saved session's `said:` lines)."""
+    return dict(understand(kb, text, instructions=False).facts)
 
 
 def _read_sentence(lexicon: _Lexicon, doc: _Doc, start: int, end: int, units: _Units, hits):
