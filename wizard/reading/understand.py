@@ -400,7 +400,7 @@ def _what_is_asked(
 ) -> _Asked:
     """Whether the text asks about a fix, and what (`told`: the facts its readings set)."""
     opening = _opening_aspect(lexicon, doc, sentences) if instructions else None
-    intent = _intent(lexicon, doc, opening)
+    intent = _intent(lexicon, doc)
     tells_more = intent is not None and bool(told - set(intent.on_facts))
     # An instruction that names a fix ("Set X=True in the Trainer") asks how to apply it, unless
     # it says an error happened or tells the set-up besides the framework it names ("use
@@ -411,6 +411,8 @@ def _what_is_asked(
         and not told - set(intent.on_facts) - _WHERE_A_FIX_GOES
         and not lexicon.error_report.spans(doc)
     )
+    if instruction:  # what it asks, unless a strong cue says otherwise: where the fix goes
+        intent = _intent(lexicon, doc, opening)
     is_question = _is_question(lexicon, doc.text) or instruction
     reports_error = not is_question and _reports_an_error(lexicon, doc, intent)
     # A fix named in a description is no question about it, unless the text says only the fix
