@@ -239,6 +239,7 @@ def test_a_sentence_about_nothing_still_asks_what_the_step_does():
         ("Try setting find_unused_parameters=True in the Trainer", "find_unused_parameters"),
         # the framework named is where the fix goes, not a set-up told besides
         ("Set find_unused_parameters=True in the Lightning Trainer", "find_unused_parameters"),
+        ("试试加上 find_unused_parameters=True", "find_unused_parameters"),
     ],
 )
 def test_an_instruction_naming_a_fix_is_answered_with_how_to_apply_it(text, fix):
@@ -260,6 +261,8 @@ def test_an_instruction_naming_a_fix_is_answered_with_how_to_apply_it(text, fix)
         # a model told in the words of a fix's topic: the set-up, diagnosed
         "use gradient checkpointing with LoRA on 2 GPUs",
         "set requires_grad=False for the backbone after wrapping",
+        # what was tried, not a suggestion
+        "试过 find_unused_parameters=True，没用",
     ],
 )
 def test_a_set_up_told_without_i_is_not_taken_for_an_instruction(text):
