@@ -401,14 +401,14 @@ def _what_is_asked(
     """Whether the text asks about a fix, and what (`told`: the facts its readings set)."""
     opening = _opening_aspect(lexicon, doc, sentences) if instructions else None
     intent = _intent(lexicon, doc)
-    tells_more = intent is not None and bool(told - set(intent.on_facts))
+    besides = told - set(intent.on_facts) if intent is not None else set()  # the set-up told
     # An instruction that names a fix ("Set X=True in the Trainer") asks how to apply it, unless
     # it says an error happened or tells the set-up besides the framework it names ("use
     # gradient checkpointing with LoRA on 2 GPUs" describes a model in a fix's words).
     instruction = (
         opening is not None
         and intent is not None
-        and not told - set(intent.on_facts) - _WHERE_A_FIX_GOES
+        and not besides - _WHERE_A_FIX_GOES
         and not lexicon.error_report.spans(doc)
     )
     if instruction:  # what it asks, unless a strong cue says otherwise: where the fix goes
@@ -418,7 +418,7 @@ def _what_is_asked(
     # A fix named in a description is no question about it, unless the text says only the fix
     # and what is asked about it (an aspect's strong cue: "…已设置，多卡还是报错", "it made
     # training slower"); a description telling the set-up besides is diagnosed.
-    if not is_question and (tells_more or not _says_what_is_asked(lexicon, doc)):
+    if not is_question and (besides or not _says_what_is_asked(lexicon, doc)):
         intent = None
     return _Asked(intent, is_question, instruction, reports_error)
 
