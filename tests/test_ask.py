@@ -281,3 +281,58 @@ def test_the_same_words_told_as_the_description_are_the_set_up(tmp_path):
     assert facts["find_unused_enabled"] is True and facts["framework"] == "lightning"
     # asked on its own, the same words ask how to apply the flag
     assert json.loads(ask(said, "--json").out)["aspect"] == "framework"
+
+
+@pytest.mark.parametrize(
+    ("text", "fix", "aspect"),
+    [
+        # the option's own words read as non-reentrant / reentrant checkpointing: no set-up
+        (
+            "Measuring the memory cost of use_reentrant=False against use_reentrant=True.",
+            "checkpoint_non_reentrant",
+            "cost",
+        ),
+        ("use_reentrant=False made every step slower", "checkpoint_non_reentrant", "cost"),
+    ],
+)
+def test_a_statement_naming_only_the_fix_and_what_is_asked_is_answered(text, fix, aspect):
+    """A statement that names a fix and an aspect's strong cue, and tells nothing else (the
+    readings of the fix's own words are no set-up), asks about that aspect of the fix."""
+    data = json.loads(ask(text, "--json").out)
+    assert data["kind"] == "answer", data
+    assert fix in data["fixes"] and data["aspect"] == aspect
+
+
+@pytest.mark.parametrize(
+    ("text", "fact", "value"),
+    [
+        # the words around the option tell more than its name: the set-up, with its facts
+        (
+            "the error goes away with find_unused_parameters=True, but training is slower",
+            "flag_rescues",
+            True,
+        ),
+        # a plain word of the fix's topic tells the set-up (only a spelled-out option names it)
+        (
+            "my backbone turns on the checkpointing technique to save gpu memory",
+            "gradient_checkpointing",
+            "unknown_kind",
+        ),
+        # 作用在 is "applied to", not 作用 "what it does" (a question about why)
+        (
+            "用 use_reentrant=True 的 checkpoint 直接作用在输入上",
+            "gradient_checkpointing",
+            "reentrant",
+        ),
+        # an error told with the option: the set-up that failed, diagnosed
+        (
+            "with use_reentrant=False and a frozen backbone the job fails with this error",
+            "gradient_checkpointing",
+            "non_reentrant",
+        ),
+    ],
+)
+def test_a_statement_telling_more_than_the_fix_keeps_its_set_up(text, fact, value):
+    data = json.loads(ask(text, "--json").out)
+    assert data["kind"] != "answer", data
+    assert data["facts"].get(fact) == value, data["facts"]

@@ -200,6 +200,17 @@ class _ReadingRule:
 
 
 @dataclass(frozen=True)
+class _Topic:
+    """A fix as a text names it (lexicon.yaml `topics`)."""
+
+    id: str
+    fix: str
+    implies: Mapping[str, Any]  # facts naming it implies when asked why it "still fails"
+    words: _Words  # any of these names it
+    spelled: _Words  # its option as written in code: a reading of these alone tells no set-up
+
+
+@dataclass(frozen=True)
 class _Lexicon:
     terms: Mapping[str, _Words]
     readings: tuple[_ReadingRule, ...]
@@ -213,7 +224,7 @@ class _Lexicon:
     message_reference: _Words
     quoted_message: _Words
     error_report: _Words
-    topics: tuple[tuple[str, str, Mapping[str, Any], _Words], ...]
+    topics: tuple[_Topic, ...]
     aspects: tuple[tuple[str, _Words, _Words, _Words], ...]  # id; strong, weak, opening cues
 
 
@@ -269,11 +280,14 @@ def _compile(kb: KnowledgeBase) -> _Lexicon:
             raise RulesError(
                 "lexicon.yaml", None, f"topic {topic['id']!r}: unknown fix {topic['fix']!r}"
             )
-        entries = []
-        for entry in topic["match"]:  # a term id stands for its whole list
-            entries += _term_entries(raw, entry) if entry in terms else [entry]
         topics.append(
-            (topic["id"], topic["fix"], dict(topic.get("implies") or {}), _words(entries))
+            _Topic(
+                id=topic["id"],
+                fix=topic["fix"],
+                implies=dict(topic.get("implies") or {}),
+                words=_words(_expanded(raw, terms, topic["match"])),
+                spelled=_words(_expanded(raw, terms, topic.get("spelled") or [])),
+            )
         )
     lexicon = _Lexicon(
         terms=terms,
@@ -287,6 +301,13 @@ def _compile(kb: KnowledgeBase) -> _Lexicon:
     )
     _COMPILED[id(kb)] = (kb, lexicon)
     return lexicon
+
+
+def _expanded(raw: Mapping[str, Any], terms, entries) -> list[str]:
+    out: list[str] = []
+    for entry in entries:  # a term id stands for its whole list
+        out += _term_entries(raw, entry) if entry in terms else [entry]
+    return out
 
 
 def _term_entries(raw: Mapping[str, Any], term_id: str) -> list[str]:
@@ -352,8 +373,7 @@ def understand(kb: KnowledgeBase, text: str, instructions: bool = True) -> Under
                 hits[name] = inside[:50]  # a pathological sentence cannot make this quadratic
         found += _read_sentence(lexicon, doc, start, end, units, hits)
     found.sort(key=lambda r: -r.confidence)
-    told = {k for r in found if r.confidence >= USE_THRESHOLD for k in r.facts}
-    asked = _what_is_asked(lexicon, doc, sentences, told, instructions)
+    asked = _what_is_asked(lexicon, doc, sentences, found, instructions)
     intent = asked.intent
     if intent is not None and intent.aspect != "still_fails":
         # "how do I set find_unused_parameters?" names the flag without saying it is on
@@ -396,12 +416,13 @@ class _Asked:
 
 
 def _what_is_asked(
-    lexicon: _Lexicon, doc: _Doc, sentences, told: set[str], instructions: bool = True
+    lexicon: _Lexicon, doc: _Doc, sentences, found: list[Reading], instructions: bool = True
 ) -> _Asked:
-    """Whether the text asks about a fix, and what (`told`: the facts its readings set)."""
+    """Whether the text asks about a fix, and what (`found`: the readings of its facts)."""
     opening = _opening_aspect(lexicon, doc, sentences) if instructions else None
     intent = _intent(lexicon, doc)
-    besides = told - set(intent.on_facts) if intent is not None else set()  # the set-up told
+    # the set-up told besides the fix, and the same without the fix's own words (see below)
+    besides = _told_besides(lexicon, doc, found, intent, naming_too=True)
     # An instruction that names a fix ("Set X=True in the Trainer") asks how to apply it, unless
     # it says an error happened or tells the set-up besides the framework it names ("use
     # gradient checkpointing with LoRA on 2 GPUs" describes a model in a fix's words).
@@ -417,10 +438,44 @@ def _what_is_asked(
     reports_error = not is_question and _reports_an_error(lexicon, doc, intent)
     # A fix named in a description is no question about it, unless the text says only the fix
     # and what is asked about it (an aspect's strong cue: "…已设置，多卡还是报错", "it made
-    # training slower"); a description telling the set-up besides is diagnosed.
-    if not is_question and (besides or not _says_what_is_asked(lexicon, doc)):
+    # training slower"); a description telling the set-up besides is diagnosed. The words that
+    # name the fix tell nothing besides here ("comparing the memory cost of use_reentrant=False
+    # and True"): a statement needs that strong cue, where an instruction needs only its verb.
+    if not is_question and (
+        _told_besides(lexicon, doc, found, intent) or not _says_what_is_asked(lexicon, doc)
+    ):
         intent = None
     return _Asked(intent, is_question, instruction, reports_error)
+
+
+def _told_besides(
+    lexicon: _Lexicon,
+    doc: _Doc,
+    found: list[Reading],
+    intent: Intent | None,
+    naming_too: bool = False,
+) -> set[str]:
+    """The set-up the text tells besides the fix it names: the facts of its confident readings,
+    except those the fix implies and, unless `naming_too`, those read from the very words that
+    name the fix and nothing more: the topic's `spelled` words, its option as written in code
+    ("use_reentrant=False" names the fix and reads as non-reentrant checkpointing). A plain word
+    of the topic tells the set-up ("the checkpointing technique to save memory"), and so do the
+    words around the option ("the error goes away with find_unused_parameters=True")."""
+    if intent is None:
+        return set()
+    naming = [
+        span
+        for topic in lexicon.topics
+        if not naming_too and topic.id in intent.topics
+        for span in topic.spelled.spans(doc)
+    ]
+    told = {
+        k
+        for r in found
+        if r.confidence >= USE_THRESHOLD and not _within(r.span, naming)
+        for k in r.facts
+    }
+    return told - set(intent.on_facts)
 
 
 def _named_modules(kb: KnowledgeBase, text: str) -> Reading | None:
@@ -539,6 +594,10 @@ def _overlaps(span, chosen) -> bool:
     return any(span[0] < c[1] and c[0] < span[1] for c in chosen)
 
 
+def _within(span, spans) -> bool:
+    return any(c[0] <= span[0] and span[1] <= c[1] for c in spans)
+
+
 def _gap(a, b, units: _Units) -> float:
     first, second = (a, b) if a[0] <= b[0] else (b, a)
     return units.between(first[1], second[0])
@@ -640,10 +699,10 @@ def _opening_aspect(lexicon: _Lexicon, doc: _Doc, sentences) -> str | None:
 
 def _intent(lexicon: _Lexicon, doc: _Doc, opening: str | None = None) -> Intent | None:
     topics: list[tuple[int, str, str, Mapping[str, Any]]] = []
-    for topic_id, fix_id, on, words in lexicon.topics:
-        at = words.first(doc)
+    for topic in lexicon.topics:
+        at = topic.words.first(doc)
         if at is not None:
-            topics.append((at, topic_id, fix_id, on))
+            topics.append((at, topic.id, topic.fix, topic.implies))
     if not topics:
         return None
     topics.sort()
