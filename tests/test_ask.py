@@ -336,3 +336,30 @@ def test_a_statement_telling_more_than_the_fix_keeps_its_set_up(text, fact, valu
     data = json.loads(ask(text, "--json").out)
     assert data["kind"] != "answer", data
     assert data["facts"].get(fact) == value, data["facts"]
+
+
+WARNING_TEXT = (
+    "find_unused_parameters=True was specified in DDP constructor, but did not find any unused "
+    "parameters in the forward pass."
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"Why do I get this warning: {WARNING_TEXT}",
+        f"[W reducer.cpp:1360] Warning: {WARNING_TEXT} Is it safe to ignore it?",
+        f"为什么会出现这个警告：{WARNING_TEXT}",
+    ],
+)
+def test_a_question_quoting_the_warning_is_about_turning_the_flag_off(text):
+    """The warning says the flag found nothing to skip: a question quoting it is about turning
+    the flag back off, not about the option its words name (which would say to turn it on)."""
+    data = json.loads(ask(text, "--json").out)
+    assert data["kind"] == "answer", data
+    assert data["fixes"] == ["disable_find_unused"], data["fixes"]
+
+
+def test_a_question_naming_the_flag_without_the_warning_is_about_the_flag():
+    data = json.loads(ask("Why do I need find_unused_parameters=True?", "--json").out)
+    assert data["fixes"] == ["find_unused_parameters"]

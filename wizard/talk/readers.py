@@ -118,8 +118,38 @@ def read_asked(kb, text: str, post: Post | None = None, asking: list[str] | None
     prose = post.prose if post.log and post.prose else text
     sentence = asked_sentence(kb, post, asking)
     if sentence is None:
-        return read_question(kb, prose)
-    return with_context(read_question(kb, sentence), understand(kb, prose).facts)
+        return about_a_quoted_warning(kb, read_question(kb, prose), text)
+    got = with_context(read_question(kb, sentence), understand(kb, prose).facts)
+    return about_a_quoted_warning(kb, got, text)
+
+
+def about_a_quoted_warning(kb, got, text: str):
+    """A question that quotes a known warning (a family of severity `warning` in
+    signatures.yaml: "find_unused_parameters=True was specified in DDP constructor, but did not
+    find any unused parameters ... Is it normal?") asks about what the warning advises, not
+    about the option its words name: the fix asked about becomes the one the warning's
+    diagnosis puts first (there, turning the flag back off), with the aspect asked."""
+    from dataclasses import replace
+
+    intent = got.understood.intent
+    if intent is None or not intent.fixes:
+        return got
+    from ..reading.triage import triage_text
+
+    found = triage_text(kb, text, "<ask>")
+    families = [kb.family(f.family) for f in found.findings]
+    if not families or any(f is None or f.severity != "warning" for f in families):
+        return got
+    from ..reasoning.engine import diagnose
+
+    causes = diagnose(kb, found).causes
+    fixes = causes[0].cause.fixes if causes else ()
+    if not fixes or fixes[0] == intent.fixes[0]:
+        return got
+    fix = fixes[0]
+    about = replace(intent, topics=(fix,), fixes=(fix,), on_facts={})
+    # the warning says which fix is asked about: no "did you mean" between the option's readings
+    return replace(got, understood=replace(got.understood, intent=about), candidates=())
 
 
 def several_answers(kb, post: Post, asking: list[str], lang: str, facts=None) -> list[tuple]:
