@@ -363,3 +363,20 @@ def test_a_question_quoting_the_warning_is_about_turning_the_flag_off(text):
 def test_a_question_naming_the_flag_without_the_warning_is_about_the_flag():
     data = json.loads(ask("Why do I need find_unused_parameters=True?", "--json").out)
     assert data["fixes"] == ["find_unused_parameters"]
+
+
+WHOLE_WARNING = (
+    "[W reducer.cpp:1360] Warning: find_unused_parameters=True was specified in DDP constructor, "
+    "but did not find any unused parameters in the forward pass. This flag results in an extra "
+    "traversal of the autograd graph every iteration,  which can adversely affect performance."
+)
+
+
+@pytest.mark.parametrize(
+    ("asked", "aspect"),
+    [("What does it mean?", "why"), ("Is it safe to ignore it?", "safe")],
+)
+def test_the_words_of_a_quoted_warning_do_not_say_what_is_asked(asked, aspect):
+    """ "adversely affect performance" is the warning talking: the user's own words ask."""
+    data = json.loads(ask(f"I get this warning: {WHOLE_WARNING} {asked}", "--json").out)
+    assert data["kind"] == "answer" and data["aspect"] == aspect, data

@@ -373,7 +373,7 @@ def understand(kb: KnowledgeBase, text: str, instructions: bool = True) -> Under
                 hits[name] = inside[:50]  # a pathological sentence cannot make this quadratic
         found += _read_sentence(lexicon, doc, start, end, units, hits)
     found.sort(key=lambda r: -r.confidence)
-    asked = _what_is_asked(lexicon, doc, sentences, found, instructions)
+    asked = _what_is_asked(lexicon, doc, sentences, found, quoted, instructions)
     intent = asked.intent
     if intent is not None and intent.aspect != "still_fails":
         # "how do I set find_unused_parameters?" names the flag without saying it is on
@@ -415,12 +415,18 @@ class _Asked:
     reports_error: bool
 
 
-def _what_is_asked(
-    lexicon: _Lexicon, doc: _Doc, sentences, found: list[Reading], instructions: bool = True
+def _what_is_asked(  # noqa: PLR0913
+    lexicon: _Lexicon,
+    doc: _Doc,
+    sentences,
+    found: list[Reading],
+    quoted: list[tuple[int, int]],
+    instructions: bool = True,
 ) -> _Asked:
-    """Whether the text asks about a fix, and what (`found`: the readings of its facts)."""
+    """Whether the text asks about a fix, and what (`found`: the readings of its facts;
+    `quoted`: the spans of a message it quotes, whose words say nothing of what is asked)."""
     opening = _opening_aspect(lexicon, doc, sentences) if instructions else None
-    intent = _intent(lexicon, doc)
+    intent = _intent(lexicon, doc, quoted=quoted)
     # the set-up told besides the fix, and the same without the fix's own words (see below)
     besides = _told_besides(lexicon, doc, found, intent, naming_too=True)
     # An instruction that names a fix ("Set X=True in the Trainer") asks how to apply it, unless
@@ -433,7 +439,7 @@ def _what_is_asked(
         and not lexicon.error_report.spans(doc)
     )
     if instruction:  # what it asks, unless a strong cue says otherwise: where the fix goes
-        intent = _intent(lexicon, doc, opening)
+        intent = _intent(lexicon, doc, opening, quoted)
     is_question = _is_question(lexicon, doc.text) or instruction
     reports_error = not is_question and _reports_an_error(lexicon, doc, intent)
     # A fix named in a description is no question about it, unless the text says only the fix
@@ -442,7 +448,7 @@ def _what_is_asked(
     # name the fix tell nothing besides here ("comparing the memory cost of use_reentrant=False
     # and True"): a statement needs that strong cue, where an instruction needs only its verb.
     if not is_question and (
-        _told_besides(lexicon, doc, found, intent) or not _says_what_is_asked(lexicon, doc)
+        _told_besides(lexicon, doc, found, intent) or not _says_what_is_asked(lexicon, doc, quoted)
     ):
         intent = None
     return _Asked(intent, is_question, instruction, reports_error)
@@ -674,9 +680,15 @@ def _reports_an_error(lexicon: _Lexicon, doc: _Doc, intent: Intent | None) -> bo
     return intent is not None and bool(lexicon.error_report.spans(doc))
 
 
-def _says_what_is_asked(lexicon: _Lexicon, doc: _Doc) -> bool:
+def _says_what_is_asked(lexicon: _Lexicon, doc: _Doc, quoted=()) -> bool:
     """A strong cue of any aspect ("slow", "still get the error", "side effects")."""
-    return any(bool(words.spans(doc)) for _, words, _, _ in lexicon.aspects)
+    return any(_cued(words, doc, quoted) for _, words, _, _ in lexicon.aspects)
+
+
+def _cued(words: _Words, doc: _Doc, quoted) -> bool:
+    """Whether the text holds one of `words` outside the message it quotes: "which can adversely
+    affect performance" in a quoted warning does not make "what does it mean?" a cost question."""
+    return any(not _within(span, quoted) for span in words.spans(doc))
 
 
 _WHERE_A_FIX_GOES = frozenset({"framework"})  # a fact an instruction may name: no set-up
@@ -697,7 +709,7 @@ def _opening_aspect(lexicon: _Lexicon, doc: _Doc, sentences) -> str | None:
     return None
 
 
-def _intent(lexicon: _Lexicon, doc: _Doc, opening: str | None = None) -> Intent | None:
+def _intent(lexicon: _Lexicon, doc: _Doc, opening: str | None = None, quoted=()) -> Intent | None:
     topics: list[tuple[int, str, str, Mapping[str, Any]]] = []
     for topic in lexicon.topics:
         at = topic.words.first(doc)
@@ -709,8 +721,8 @@ def _intent(lexicon: _Lexicon, doc: _Doc, opening: str | None = None) -> Intent 
     # A strong cue ("slow down", "still get the error") names what is asked by itself; a weak
     # one ("still", "or", "problem") often means something else, so it counts only where no
     # aspect has a strong cue: "does it still slow training down?" asks about the cost.
-    strong = [aspect_id for aspect_id, words, _, _ in lexicon.aspects if words.spans(doc)]
-    weak = [aspect_id for aspect_id, _, words, _ in lexicon.aspects if words.spans(doc)]
+    strong = [aspect_id for aspect_id, words, _, _ in lexicon.aspects if _cued(words, doc, quoted)]
+    weak = [aspect_id for aspect_id, _, words, _ in lexicon.aspects if _cued(words, doc, quoted)]
     if len(topics) < 2:  # "which is better" about one fix: not a comparison
         strong = [a for a in strong if a != "difference"]
         weak = [a for a in weak if a != "difference"]
