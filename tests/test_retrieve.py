@@ -235,6 +235,17 @@ def test_the_questions_after_the_one_naming_a_fix_go_on_asking_about_it():
     assert asked_sentence(KB, *read_post(KB, "Is static_graph=True safe?")) is None
 
 
+def test_a_post_repeating_one_question_is_read_within_the_sentences_looked_at():
+    """A pasted post that repeats its question 2,000 times is read as the first sentences
+    `ask` looks at, not as every copy (which took seconds: each copy was read again)."""
+    from ddp_doctor.talk.readers import MAX_SENTENCES, asked_sentence, read_post
+
+    question = "Does static_graph=True make training faster?"
+    asked = asked_sentence(KB, *read_post(KB, " ".join([question] * 2000)))
+    assert asked is not None and asked.startswith(question)
+    assert asked.count(question) <= MAX_SENTENCES
+
+
 def test_a_place_left_among_the_choices_goes_to_the_nearest_reading():
     """A named fix with an unclear aspect: its two likeliest aspects, then the nearest
     (fix, aspect) reading of the examples as a third choice."""

@@ -82,7 +82,10 @@ def asked_sentence(kb, post: Post, asking: list[str]) -> str | None:
         # the questions right after it that name no other fix go on asking about it: "Can we
         # disable find_unused_parameters? How will this affect the training speed?"
         read = [sentence]
-        for after in post.sentences[post.sentences.index(sentence) + 1 :]:
+        # within the sentences looked at for questions: a post repeating one question 2,000
+        # times would otherwise read every copy (all of them "in asking")
+        looked_at = post.sentences[:MAX_SENTENCES]
+        for after in looked_at[looked_at.index(sentence) + 1 :]:
             if after not in asking or fixes_named(after) not in ((), named):
                 break
             read.append(after)
