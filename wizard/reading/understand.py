@@ -469,12 +469,8 @@ def _told_besides(
     words around the option ("the error goes away with find_unused_parameters=True")."""
     if intent is None:
         return set()
-    naming = [
-        span
-        for topic in lexicon.topics
-        if not naming_too and topic.id in intent.topics
-        for span in topic.spelled.spans(doc)
-    ]
+    topics = () if naming_too else [t for t in lexicon.topics if t.id in intent.topics]
+    naming = [span for topic in topics for span in topic.spelled.spans(doc)]
     told = {
         k
         for r in found
