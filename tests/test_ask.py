@@ -380,3 +380,16 @@ def test_the_words_of_a_quoted_warning_do_not_say_what_is_asked(asked, aspect):
     """ "adversely affect performance" is the warning talking: the user's own words ask."""
     data = json.loads(ask(f"I get this warning: {WHOLE_WARNING} {asked}", "--json").out)
     assert data["kind"] == "answer" and data["aspect"] == aspect, data
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Which file do I set find_unused_parameters in?",
+        "find_unused_parameters 在哪个文件里改？",
+        "提示要传 find_unused_parameters=True，但我没找到代码中相关位置，怎么办",
+    ],
+)
+def test_asking_where_in_the_code_the_flag_goes_is_the_framework_aspect(text):
+    data = json.loads(ask(text, "--json").out)
+    assert data["kind"] == "answer" and data["aspect"] == "framework", data
