@@ -144,9 +144,9 @@ def about_a_quoted_warning(kb, got, text: str):
     families = [kb.family(f.family) for f in found.findings]
     if not families or any(f is None or f.severity != "warning" for f in families):
         return got
-    from ..reasoning.engine import diagnose
+    from ..reasoning.engine import rank_causes
 
-    causes = diagnose(kb, found).causes
+    causes = rank_causes(kb, found.facts)  # the likeliest cause only: no decision table
     fixes = causes[0].cause.fixes if causes else ()
     if not fixes or fixes[0] == intent.fixes[0]:
         return got
