@@ -203,6 +203,80 @@ def test_several_questions_get_several_answers():
     assert "Question 1" in text and "Question 2" in text
 
 
+def test_a_question_after_one_naming_a_fix_asks_about_that_fix():
+    """ "Where do I set it?" after a question about the flag asks where to set the flag: two
+    answers, the second for the framework the question names."""
+    post = (
+        "I use DDP on 4 GPUs. 1. Will find_unused_parameters=True slow down my training a lot? "
+        "2. Where do I set it if I use the HF Trainer?"
+    )
+    data = json.loads(ask(post, "--json").out)
+    assert data["kind"] == "answers"
+    got = [(a["fixes"], a["aspect"], a["framework"]) for a in data["answers"]]
+    assert got == [
+        (["find_unused_parameters"], "cost", None),
+        (["find_unused_parameters"], "framework", "hf_trainer"),
+    ]
+    assert "ddp_find_unused_parameters" in data["answers"][1]["parts"][0]["code"]
+
+
+QUOTED = (
+    "[rank1]: RuntimeError: Expected to have finished reduction in the prior iteration before "
+    "starting a new one. This error indicates that your module has parameters that were not used "
+    "in producing loss. You can enable unused parameter detection by passing the keyword argument "
+    "`find_unused_parameters=True` to `torch.nn.parallel.DistributedDataParallel`, and by\n"
+    "[rank1]: making sure all `forward` function outputs participate in calculating loss."
+)
+
+
+def test_questions_beside_a_quoted_error_are_answered_after_its_diagnosis():
+    """A post quoting the error and asking about the fix it suggests gets both: the diagnosis
+    of the error, and each question answered. The flag named in a question is not read as set
+    (the error itself says it is off)."""
+    post = (
+        f"Training Swin with DDP on 4 GPUs died with:\n\n{QUOTED}\n\n"
+        "I have two questions:\n1. Will find_unused_parameters=True slow down my training a lot?"
+        "\n2. Where do I set it if I use the HF Trainer?\nThanks!"
+    )
+    data = json.loads(ask(post, "--json").out)
+    assert data["kind"] == "diagnosis" and data["family"] == "unfinished_reduction"
+    assert data["facts"].get("find_unused_enabled") is not True
+    assert data["framework"] == "hf_trainer"
+    got = [(a["question"], a["fixes"], a["aspect"]) for a in data["answers"]]
+    assert got == [
+        (
+            "Will find_unused_parameters=True slow down my training a lot?",
+            ["find_unused_parameters"],
+            "cost",
+        ),
+        ("Where do I set it if I use the HF Trainer?", ["find_unused_parameters"], "framework"),
+    ]
+    text = ask(post, "--format", "markdown").out
+    diagnosis = text.index("# ddp-doctor diagnosis")
+    first = text.index("Will find_unused_parameters=True slow down my training a lot?", diagnosis)
+    assert diagnosis < first < text.index("Where do I set it if I use the HF Trainer?", first)
+
+
+def test_chinese_questions_beside_a_quoted_error_are_answered_in_chinese():
+    post = (
+        f"{QUOTED}\n\n加上 find_unused_parameters=True 会让训练变慢吗？在 Lightning 里在哪设置它？"
+    )
+    data = json.loads(ask(post, "--json").out)
+    assert data["kind"] == "diagnosis" and data["lang"] == "zh"
+    got = [(a["fixes"], a["aspect"], a["framework"]) for a in data["answers"]]
+    assert got == [
+        (["find_unused_parameters"], "cost", None),
+        (["find_unused_parameters"], "framework", "lightning"),
+    ]
+    text = ask(post, "--format", "markdown").out
+    assert "你还问了" in text and "在 Lightning 里在哪设置它？" in text
+
+
+def test_a_question_about_the_quoted_error_itself_gets_the_diagnosis_alone():
+    data = json.loads(ask(f"{QUOTED}\n\nHow do I fix this? Any idea?", "--json").out)
+    assert data["kind"] == "diagnosis" and data["answers"] == []
+
+
 def test_a_posts_question_is_answered_apart_from_its_story():
     """The story after (or before) a question names other fixes and tells facts: the question
     is read alone ("what does it cost?" about the flag it names), the story's facts kept."""

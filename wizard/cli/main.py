@@ -271,11 +271,8 @@ def cmd_ask(kb, args, lang: str) -> int:
     `--lang` says otherwise); `--json` always prints one JSON document, also when nothing was
     understood (`status: not_understood`, exit code 1).
     """
-    from ..common.foreign import dumps
-    from ..reasoning.engine import diagnose, next_question
     from ..talk import ask
     from ..talk import readers as reading
-    from ..talk.interview import default_family
 
     lang = ask.choose_lang(getattr(args, "lang", None), args.text)
     fmt = _format(args, sys.stdout)
@@ -288,24 +285,39 @@ def cmd_ask(kb, args, lang: str) -> int:
     found_error = bool(result and result.findings)
     if not found_error and _answer_several(kb, post, asking, lang, fmt):
         return ExitCode.OK
-    # the lexicon and the nearest examples: a quoted error is diagnosed from all the prose
-    # says; else the post's question is read apart from the story around it (read_asked)
+    # the lexicon and the nearest examples: a quoted error is diagnosed from what the prose
+    # tells, and its questions about a fix are answered beside; else the post's question is
+    # read apart from the story around it (read_asked)
+    answered: list = []
     if found_error:
-        got = reading.read_question(kb, text)
+        answered = reading.answers_beside_an_error(kb, post, lang) if args.text.strip() else []
+        understood = reading.story_read(kb, post, answered) if post.sentences else None
+        understood = understood or reading.read_question(kb, text).understood
     else:
         got = reading.read_asked(kb, args.text, post, asking)
-    understood = got.understood
-    answer = None if found_error else ask.build_answer(kb, understood, lang)
-    if answer is not None:
-        _print_answer(kb, answer, got, lang, fmt)
-        return ExitCode.OK
-    if not understood.facts and not understood.reports_error and not found_error:
-        _print_not_understood(kb, got, lang, fmt)
-        return ExitCode.NO_ERROR_FOUND
-    facts = reading.facts_with_leans(kb, understood.facts, understood.text)
+        understood = got.understood
+        answer = ask.build_answer(kb, understood, lang)
+        if answer is not None:
+            _print_answer(kb, answer, got, lang, fmt)
+            return ExitCode.OK
+        if not understood.facts and not understood.reports_error:
+            _print_not_understood(kb, got, lang, fmt)
+            return ExitCode.NO_ERROR_FOUND
     if not found_error:
         result = _error_quoted(kb, args.text) or result
-    # the error pasted or quoted wins over the usual one
+    return _diagnose_told(kb, args, understood, result, answered, lang, fmt)
+
+
+def _diagnose_told(kb, args, understood, result, answered, lang: str, fmt: str) -> int:
+    """`ask`'s diagnosis of what the text tells (and of the error it quotes or `--paste`s, which
+    wins over the usual one), then the questions `answered` beside that error."""
+    from ..common.foreign import dumps
+    from ..reasoning.engine import diagnose, next_question
+    from ..talk import ask
+    from ..talk import readers as reading
+    from ..talk.interview import default_family
+
+    facts = reading.facts_with_leans(kb, understood.facts, understood.text)
     told = result is not None and bool(result.findings)
     facts["family"] = result.facts["family"] if told else default_family(kb)
     diagnosis = diagnose(kb, result, facts)
@@ -318,10 +330,13 @@ def cmd_ask(kb, args, lang: str) -> int:
         data.update(kind="diagnosis", status="diagnosed")
         data["understood"] = ask.understood_json(understood)
         data["next_question"] = _question_json(upcoming, lang)
+        data["answers"] = reading.post_json(answered, lang, kb, ask.answer_json)["answers"]
         sys.stdout.write(dumps(data) + "\n")
         return ExitCode.OK
     _print_text(kb, _understood_block(kb, understood, upcoming, lang), lang, fmt)
     _emit(kb, args, diagnosis, lang, fmt)
+    if answered:
+        _print_text(kb, _answers_markdown(kb, answered, lang, "post_also_asked"), lang, fmt)
     return ExitCode.OK
 
 
@@ -361,7 +376,6 @@ def _answer_several(kb, post, asking, lang: str, fmt: str) -> bool:
     """A post that asks several questions gets an answer to each (reading.several_answers);
     False when it asks fewer than two that have answers."""
     from ..common.foreign import dumps
-    from ..common.i18n import tr
     from ..talk import ask
     from ..talk import readers as reading
 
@@ -372,13 +386,22 @@ def _answer_several(kb, post, asking, lang: str, fmt: str) -> bool:
         data = reading.post_json(answers, lang, kb, ask.answer_json)
         sys.stdout.write(dumps(data) + "\n")
         return True
+    _print_text(kb, _answers_markdown(kb, answers, lang, "post_question"), lang, fmt)
+    return True
+
+
+def _answers_markdown(kb, answers, lang: str, heading_key: str) -> str:
+    """Each (question, Answer, Reread) under a heading that numbers and quotes its question."""
+    from ..common.i18n import tr
+    from ..talk import ask
+    from ..talk import readers as reading
+
     parts = []
     for number, (question, answer, got) in enumerate(answers, 1):
-        heading = tr(kb, "post_question", lang, number=number, question=question)
+        heading = tr(kb, heading_key, lang, number=number, question=question)
         choices = reading.choices_markdown(kb, got.candidates, lang)
         parts.append(f"# {heading}\n\n{choices}{ask.answer_markdown(kb, answer, lang)}")
-    _print_text(kb, "\n".join(parts), lang, fmt)
-    return True
+    return "\n".join(parts)
 
 
 def _error_quoted(kb, text: str):

@@ -705,6 +705,28 @@ def _opening_aspect(lexicon: _Lexicon, doc: _Doc, sentences) -> str | None:
     return None
 
 
+def aspect_asked(kb: KnowledgeBase, text: str, fixes: int = 1) -> str | None:
+    """What `text` asks about a fix it does not name ("Where do I set it?" after a question that
+    names the flag): the aspect its cues say, as if it named `fixes` fixes."""
+    text = text[:MAX_CHARS]
+    return _aspect(_compile(kb), _Doc(text), fixes > 1)
+
+
+def _aspect(
+    lexicon: _Lexicon, doc: _Doc, several: bool, opening: str | None = None, quoted=()
+) -> str | None:
+    # A strong cue ("slow down", "still get the error") names what is asked by itself; a weak
+    # one ("still", "or", "problem") often means something else, so it counts only where no
+    # aspect has a strong cue: "does it still slow training down?" asks about the cost.
+    strong = [aspect_id for aspect_id, words, _, _ in lexicon.aspects if _cued(words, doc, quoted)]
+    weak = [aspect_id for aspect_id, _, words, _ in lexicon.aspects if _cued(words, doc, quoted)]
+    if not several:  # "which is better" about one fix: not a comparison
+        strong = [a for a in strong if a != "difference"]
+        weak = [a for a in weak if a != "difference"]
+    found = strong or ([opening] if opening else weak)
+    return found[0] if found else None
+
+
 def _intent(lexicon: _Lexicon, doc: _Doc, opening: str | None = None, quoted=()) -> Intent | None:
     topics: list[tuple[int, str, str, Mapping[str, Any]]] = []
     for topic in lexicon.topics:
@@ -714,16 +736,7 @@ def _intent(lexicon: _Lexicon, doc: _Doc, opening: str | None = None, quoted=())
     if not topics:
         return None
     topics.sort()
-    # A strong cue ("slow down", "still get the error") names what is asked by itself; a weak
-    # one ("still", "or", "problem") often means something else, so it counts only where no
-    # aspect has a strong cue: "does it still slow training down?" asks about the cost.
-    strong = [aspect_id for aspect_id, words, _, _ in lexicon.aspects if _cued(words, doc, quoted)]
-    weak = [aspect_id for aspect_id, _, words, _ in lexicon.aspects if _cued(words, doc, quoted)]
-    if len(topics) < 2:  # "which is better" about one fix: not a comparison
-        strong = [a for a in strong if a != "difference"]
-        weak = [a for a in weak if a != "difference"]
-    found = strong or ([opening] if opening else weak)
-    aspect = found[0] if found else None
+    aspect = _aspect(lexicon, doc, len(topics) > 1, opening, quoted)
     on: dict[str, Any] = {}
     for _, _, _, facts in topics:
         on.update(facts)

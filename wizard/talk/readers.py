@@ -160,26 +160,90 @@ def several_answers(kb, post: Post, asking: list[str], lang: str, facts=None) ->
     """(question, Answer, Reread) for each asking sentence that gets an answer, when two or
     more do; else []: one question is read with the whole prose around it, as before.
 
-    A question that names no fix ("does it slow training down?") is read together with the
-    sentences before it, which usually name the option."""
+    A question that names no fix asks about the one the question before it named ("Does
+    find_unused_parameters=True slow training? Where do I set it in the Trainer?"); with no
+    such question before it, it is read together with the sentences before it, which usually
+    name the option."""
+    out = _answers(kb, post, asking, lang, facts, read_with_story=True)
+    return out if len(out) >= 2 else []
+
+
+def answers_beside_an_error(kb, post: Post, lang: str) -> list[tuple]:
+    """(question, Answer, Reread) for each question a post asks about a fix beside the error it
+    quotes: the error is diagnosed, and "will find_unused_parameters=True slow training down?"
+    is answered too. A sentence asks about a fix when the lexicon reads it so (a question, an
+    instruction, or a statement saying only the fix and what is asked: "the flag made training
+    slower"), or when it is a question after one that named a fix ("where do I set it?"). A
+    question about the error itself ("how do I fix this?") names no fix: the diagnosis is its
+    answer."""
+    from ..reading.understand import understand
+
+    asking = [
+        sentence
+        for sentence in post.sentences[:MAX_SENTENCES]
+        if (read := understand(kb, sentence)).intent is not None or read.is_question
+    ]
+    return _answers(kb, post, asking, lang, None, read_with_story=False)
+
+
+def _answers(kb, post: Post, asking: list[str], lang: str, facts, read_with_story: bool) -> list:
+    from ..reading.understand import understand
     from .ask import build_answer
 
-    if len(asking) < 2:
-        return []
-    out = []
+    out: list[tuple] = []
+    before = None  # the intent of the last question that named a fix
     for question in asking:
         if len(out) == MAX_ANSWERS:
             break
         got = read_question(kb, question)
-        if got.understood.intent is None:
-            before = post.sentences[: post.sentences.index(question) + 1]
-            got = read_question(kb, " ".join(before))
+        if understand(kb, question).intent is not None:
+            before = got.understood.intent
+        elif before is not None:
+            got = _about_the_fix_before(kb, got, before, question)
+        elif read_with_story:
+            told = post.sentences[: post.sentences.index(question) + 1]
+            got = read_question(kb, " ".join(told))
+        else:
+            continue
         answer = build_answer(kb, got.understood, lang, facts)
         if answer is not None and all(
             (a.fixes, a.aspect) != (answer.fixes, answer.aspect) for _, a, _ in out
         ):
             out.append((question, answer, got))
-    return out if len(out) >= 2 else []
+    return out
+
+
+def _about_the_fix_before(kb, got, before, question: str):
+    """`got` asking what `question` asks ("where do I set it?") about the fix(es) of the
+    question before it (`before`, an Intent): no "did you mean" between other fixes."""
+    from dataclasses import replace
+
+    from ..reading.understand import aspect_asked
+
+    aspect = aspect_asked(kb, question, len(before.fixes))
+    intent = replace(before, aspect=aspect)
+    return replace(got, understood=replace(got.understood, intent=intent), candidates=())
+
+
+def story_read(kb, post: Post, answered: list[tuple]):
+    """The Understanding to diagnose a post with: its sentences bar the questions answered
+    about a fix (`answered`, from `answers_beside_an_error`), with the facts those questions
+    tell besides the fix they ask about (the framework they name). "Will
+    find_unused_parameters=True slow down training?" says nothing of whether the flag is on."""
+    from dataclasses import replace
+
+    from ..reading.understand import understand
+
+    asked = {question for question, _, _ in answered}
+    story = understand(kb, " ".join(s for s in post.sentences if s not in asked))
+    if not asked:
+        return story
+    facts: dict[str, Any] = {}
+    readings = list(story.readings)
+    for _, _, got in answered:
+        facts.update(got.understood.facts)
+        readings += got.understood.readings
+    return replace(story, readings=tuple(readings), facts={**facts, **story.facts})
 
 
 # ---------------------------------------------------------------------------- did you mean
