@@ -393,3 +393,22 @@ def test_the_words_of_a_quoted_warning_do_not_say_what_is_asked(asked, aspect):
 def test_asking_where_in_the_code_the_flag_goes_is_the_framework_aspect(text):
     data = json.loads(ask(text, "--json").out)
     assert data["kind"] == "answer" and data["aspect"] == "framework", data
+
+
+@pytest.mark.parametrize(
+    ("text", "aspect"),
+    [
+        ("Lightning: where do I pass find_unused_parameters?", "framework"),
+        ("where would we specify static_graph=True with accelerate?", "framework"),
+        ("How should one toggle find_unused_parameters for the Trainer?", "framework"),
+        ("find_unused_parameters=True 要在哪里传？", "framework"),
+        ("static_graph 在哪儿配置", "framework"),
+        ("even with find_unused_parameters=True I get the same RuntimeError, why?", "still_fails"),
+        ("static_graph=True gives me the same DDP error again", "still_fails"),
+    ],
+)
+def test_any_asking_word_and_setting_verb_or_the_same_error_say_what_is_asked(text, aspect):
+    """Written the many ways users ask it: "where do I pass", "how would we specify", 在哪里传;
+    "the same RuntimeError" as "still fails"."""
+    data = json.loads(ask(text, "--json").out)
+    assert data["kind"] == "answer" and data["aspect"] == aspect, data
