@@ -245,13 +245,26 @@ def fit(kb, sentences, questions) -> dict:
     return calibration
 
 
-def fit_cause_lean(kb, sentences) -> float:
-    """`cause_lean`: the weight of a description's nearest examples in the causes' log-odds
-    (`retrieve.cause_leans`), fitted on the `dev` descriptions alone (each with its own copy
-    left out of the examples): the grid value under which the engine gives the settled causes
-    the highest mean log-likelihood. A likelihood, not a top-two count: dev is near its
-    ceiling on counts (the lexicon was tuned on it), while the likelihood still tells how far
-    the leans should move a ranking."""
+CHATTER = ROOT / "tests" / "fixtures" / "chatter.yaml"
+
+
+def load_chatter() -> list[dict]:
+    """Sentences that tell nothing about the cause (tests/fixtures/chatter.yaml), each with its
+    split (`split_for` of "chatter" and the text)."""
+    items = yaml.safe_load(CHATTER.read_text(encoding="utf-8"))["chatter"]
+    return [{**item, "split": split_for("chatter", item["text"])} for item in items]
+
+
+def fit_cause_lean(kb, sentences, chatter=None) -> tuple[float, float]:
+    """(`cause_lean`, `cause_floor`): how a description's nearest examples lean toward each cause
+    (`retrieve.cause_leans`: the similarity above the floor, times the weight), fitted together on
+    `dev` items alone: the grid values under which the engine gives the `dev` descriptions'
+    settled causes (each with its own copy left out of the examples) the highest mean
+    log-likelihood, counting each `dev` sentence of chatter.yaml as one more item whose cause is
+    drawn from the ranking the error alone gives (its cross-entropy with the ranking after
+    reading it: best when reading it moves nothing). A likelihood, not a top-two count: dev is
+    near its ceiling on counts (the lexicon was tuned on it), while the likelihood still tells
+    how far the leans should move a ranking. Ties go to the smaller values."""
     import math
 
     from ddp_doctor.reading import retrieve
@@ -259,22 +272,40 @@ def fit_cause_lean(kb, sentences) -> float:
     from ddp_doctor.reasoning.engine import TEXT_LEANS, rank_causes
 
     index, _ = retrieve.index_for(kb)
-    read = []
-    for item in (s for s in sentences if s["split"] == "dev"):
+    chatter = load_chatter() if chatter is None else chatter
+
+    def read(item, own: bool):
         facts = {"family": item.get("family", "unfinished_reduction")}
         facts.update(understand(kb, item["text"]).facts)
-        read.append((facts, retrieve.nearest(index, item["text"], item["text"]), item["cause"]))
+        near = retrieve.nearest(index, item["text"], item["text"] if own else None)
+        return facts, near
 
-    def likelihood(weight: float) -> float:
+    def ranking(facts, near, weight: float, floor: float) -> dict[str, float]:
+        leans = retrieve.cause_leans(near, {"cause_lean": weight, "cause_floor": floor})
+        ranked = rank_causes(kb, {**facts, TEXT_LEANS: leans} if leans else facts)
+        return {r.id: r.probability for r in ranked}
+
+    described = [(*read(s, True), s["cause"]) for s in sentences if s["split"] == "dev"]
+    told_nothing = []
+    for item in (c for c in chatter if c["split"] == "dev"):
+        facts, near = read(item, False)
+        told_nothing.append((facts, near, ranking(facts, near, 0.0, 0.0)))
+
+    def likelihood(weight: float, floor: float) -> float:
         total = 0.0
-        for facts, near, cause in read:
-            leans = retrieve.cause_leans(near, {"cause_lean": weight})
-            ranked = rank_causes(kb, {**facts, TEXT_LEANS: leans} if leans else facts)
-            total += math.log(max(next(r.probability for r in ranked if r.id == cause), 1e-12))
-        return total / len(read)
+        for facts, near, cause in described:
+            total += math.log(max(ranking(facts, near, weight, floor).get(cause, 0.0), 1e-12))
+        for facts, near, alone in told_nothing:
+            read_too = ranking(facts, near, weight, floor)
+            total += sum(p * math.log(max(read_too.get(c, 0.0), 1e-12)) for c, p in alone.items())
+        return total / (len(described) + len(told_nothing))
 
-    grid = [2.5 * step for step in range(41)]  # 0 (the lexicon alone) to 100
-    return max(grid, key=likelihood)
+    weights = [2.5 * step for step in range(41)]  # 0 (the lexicon alone) to 100
+    floors = [0.025 * step for step in range(17)]  # 0 to 0.4
+    return max(
+        ((w, f) for w in weights for f in floors),
+        key=lambda wf: (likelihood(*wf), -wf[0], -wf[1]),
+    )
 
 
 def report_both(lexicon, both) -> str:
@@ -578,7 +609,8 @@ def main() -> int:
         return 0
     sys.stdout.write(report(result))
     if "--fit" in sys.argv:  # the calibration for rules/examples.yaml, from dev items only
-        fitted = {**fit(kb, sentences, questions), "cause_lean": fit_cause_lean(kb, sentences)}
+        weight, floor = fit_cause_lean(kb, sentences)
+        fitted = {**fit(kb, sentences, questions), "cause_lean": weight, "cause_floor": floor}
         sys.stdout.write(f"\ncalibration (fitted on dev): {fitted}\n")
         return 0
     sys.stdout.write("\n" + report_both(result, measure_both(kb, sentences, questions)))

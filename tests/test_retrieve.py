@@ -88,13 +88,34 @@ def _bench():
 
 
 def test_the_weight_of_a_descriptions_nearest_examples_is_the_one_fitted_on_dev():
-    """`cause_lean` is measured, not chosen: the value under which the `dev` descriptions'
-    settled causes are likeliest (bench/text_accuracy.py `fit_cause_lean`, each description
-    with its own copy left out). A change of the examples, the lexicon or the causes that
-    moves the fit fails here until the calibration is fitted again."""
+    """`cause_lean` and `cause_floor` are measured, not chosen: the values under which the `dev`
+    descriptions' settled causes are likeliest and the `dev` sentences that tell nothing move
+    the ranking least (bench/text_accuracy.py `fit_cause_lean`, each description with its own
+    copy left out). A change of the examples, the lexicon or the causes that moves the fit
+    fails here until the calibration is fitted again."""
     bench = _bench()
     sentences, _ = bench.load_corpus()
-    assert EXAMPLES["calibration"]["cause_lean"] == bench.fit_cause_lean(KB, sentences)
+    calibration = EXAMPLES["calibration"]
+    fitted = bench.fit_cause_lean(KB, sentences)
+    assert (calibration["cause_lean"], calibration["cause_floor"]) == fitted
+
+
+@pytest.mark.parametrize(
+    "greeting",
+    [
+        "Hello everyone, thanks in advance for any help. Below is the log of my run.",
+        "大家好，先谢谢了，下面是日志。",
+    ],
+)
+def test_a_greeting_around_a_pasted_log_leaves_the_causes_as_the_log_ranks_them(greeting):
+    """Words that tell nothing share n-grams with every cause's examples; under the fitted
+    floor they lean toward none: `ask` ranks the causes as `triage` does for the log alone."""
+    log = (ROOT / "tests/fixtures/real/unused_module__nodebug__spawn.txt").read_text()
+    alone = json.loads(cli("triage", "--json", "-", input=log, env=C_LOCALE).out)
+    post = json.loads(ask(f"{greeting}\n\n```\n{log}\n```", "--json").out)
+    assert post["kind"] == "diagnosis"
+    ranked = [[(c["id"], round(c["score"], 3)) for c in d["causes"]] for d in (alone, post)]
+    assert ranked[0] == ranked[1]
 
 
 def test_a_description_is_read_by_its_nearest_examples_and_a_paste_is_not():

@@ -432,10 +432,17 @@ def reread(kb, understood) -> Reread:
 
 def cause_leans(near: Nearest, calibration: Mapping[str, Any]) -> tuple[tuple[str, float], ...]:
     """How far the nearest examples lean toward each cause, in log-odds for the engine (the
-    fact `text_leans`): each cause's similarity times `cause_lean`, the weight fitted on the
-    `dev` descriptions (`bench/text_accuracy.py --fit`); () when the weight is unset."""
+    fact `text_leans`): how far each cause's similarity passes `cause_floor`, times
+    `cause_lean`; both fitted together (`bench/text_accuracy.py --fit`) on the `dev`
+    descriptions and on sentences that tell nothing (tests/fixtures/chatter.yaml: "Hi, I'm
+    training with DDP on 4 GPUs"), which share words with every cause's examples and must
+    leave the ranking as the error alone gives it. () when the weight is unset."""
     weight = calibration.get("cause_lean")
     if not isinstance(weight, (int, float)) or weight <= 0:
         return ()
+    floor = calibration.get("cause_floor")
+    floor = float(floor) if isinstance(floor, (int, float)) else 0.0
     # rounded: hypothetical answers reuse the same rankings (engine memo) and reports stay stable
-    return tuple((cause, round(weight * score, 3)) for cause, score in near.causes if score > 0)
+    return tuple(
+        (cause, round(weight * (score - floor), 3)) for cause, score in near.causes if score > floor
+    )

@@ -212,8 +212,9 @@ def _rank_causes(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedCau
 
 
 # The fact the `ask` path and the session set from a description's nearest examples: ((cause,
-# log-odds), ...), the examples' similarity to each cause's reports scaled by a weight fitted on
-# the corpus's `dev` half (rules/examples.yaml `calibration: cause_lean`). Added to each cause's
+# log-odds), ...), the examples' similarity to each cause's reports above a floor, scaled by a
+# weight, both fitted on the corpus's `dev` half and on sentences that tell nothing
+# (rules/examples.yaml `calibration: cause_lean, cause_floor`). Added to each cause's
 # score, it moves the ranking as far as such similarity has told the right cause on `dev`.
 TEXT_LEANS = "text_leans"
 
