@@ -1,6 +1,7 @@
 """Questions asked beside a quoted error, through the public command line.
 
-    python bench/quoted_error.py            # prints the table (about a minute)
+    python bench/quoted_error.py              # prints the tables (about a minute)
+    python bench/quoted_error.py --posts FILE # a batch of real posts (tests/fixtures/posts/)
 
 A real post often quotes the traceback and then asks about a fix ("Will
 find_unused_parameters=True slow down my training?"). `ddp-doctor ask` diagnoses the quoted
@@ -20,6 +21,11 @@ And the other way round, every description of the corpus (tests/fixtures/sentenc
 sentences.yaml, both halves, those whose thread shows this error family) told beside the same
 log: how often one gets an answer as if it asked about a fix (it should not), and whether its
 settled cause is among the diagnosis's first two causes.
+
+`--posts FILE`: real posts that quote an error and ask in prose, labelled from their threads
+(tests/fixtures/posts/*.yaml): per post, whether `ask` diagnoses the error family quoted, which
+of the questions it asks about a fix are answered (fix and aspect), answers to questions it
+does not ask, and the settled cause in the top two where the thread settled one.
 """
 
 from __future__ import annotations
@@ -102,7 +108,50 @@ def judge_description(item: dict) -> tuple[bool, bool]:
     return bool(data.get("answers")), item["cause"] in top2
 
 
+def measure_posts(path: Path) -> str:
+    posts = yaml.safe_load(path.read_text(encoding="utf-8"))["posts"]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        reports = list(pool.map(lambda post: ask_json(post["text"]), posts))
+    table: dict = defaultdict(lambda: defaultdict(int))
+    lines = []
+    for post, data in zip(posts, reports):
+        asked = {(q["fix"], q["aspect"]) for q in post["questions"]}
+        given = {(f, a["aspect"]) for a in data.get("answers") or [] for f in a["fixes"]}
+        if data.get("kind") == "answer":  # answered, not diagnosed
+            given = {(f, data["aspect"]) for f in data["fixes"]}
+        diagnosed = data.get("kind") == "diagnosis" and data.get("family") == post["family"]
+        top2 = [c["id"] for c in data.get("causes") or []][:2]
+        for key in ((post["split"], post["lang"]), (post["split"], "all"), ("all", "all")):
+            row = table[key]
+            row["n"] += 1
+            row["diagnosed"] += diagnosed
+            row["asked"] += len(asked)
+            row["answered"] += len(asked & given)
+            row["stray"] += len(given - asked)
+            row["settled"] += post["cause"] is not None
+            row["top2"] += post["cause"] in top2
+        lines.append(
+            f"- {post['source']}: {data.get('kind')} {data.get('family')}; asked {sorted(asked)}, "
+            f"answered {sorted(given)}; cause {post['cause']}, top two {top2}"
+        )
+    out = [
+        "| posts | lang | n | the quoted family diagnosed | questions about a fix answered "
+        "| answers to questions not asked | settled cause in the top two |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (split, lang), row in sorted(table.items()):
+        out.append(
+            f"| {split} | {lang} | {row['n']} | {row['diagnosed']} | "
+            f"{row['answered']} of {row['asked']} | {row['stray']} | "
+            f"{row['top2']} of {row['settled']} |"
+        )
+    return "\n".join(out + [""] + lines) + "\n"
+
+
 def main() -> int:
+    if "--posts" in sys.argv:
+        sys.stdout.write(measure_posts(Path(sys.argv[sys.argv.index("--posts") + 1])))
+        return 0
     items = unseen_questions()
     told = descriptions()
     with ThreadPoolExecutor(max_workers=2) as pool:

@@ -293,6 +293,23 @@ def test_chinese_questions_beside_a_quoted_error_are_answered_in_chinese():
     assert "你还问了" in text and "在 Lightning 里在哪设置它？" in text
 
 
+def test_an_issue_templates_headings_are_no_questions():
+    """ "### What version are you seeing the problem on?" is the template's, not the user's: it
+    is neither answered nor taken as going on about the fix asked before it."""
+    post = split_post(
+        "Is static_graph=True faster?\n\n### Environment\n\n### What version?\n\nv2.2"
+    )
+    assert post.sentences == ("Is static_graph=True faster?", "v2.2")
+    issue = (
+        f"Does static_graph=True make training faster?\n\n### Error messages and logs\n\n"
+        f"```\n{QUOTED}\n```\n\nIt fails on the second step.\n\n"
+        "### What version are you seeing the problem on?\n\nv2.2"
+    )
+    data = json.loads(ask(issue, "--json").out)
+    assert data["kind"] == "diagnosis"
+    assert [(a["fixes"], a["aspect"]) for a in data["answers"]] == [(["static_graph"], "cost")]
+
+
 def test_a_question_about_the_quoted_error_itself_gets_the_diagnosis_alone():
     data = json.loads(ask(f"{QUOTED}\n\nHow do I fix this? Any idea?", "--json").out)
     assert data["kind"] == "diagnosis" and data["answers"] == []

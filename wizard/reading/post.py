@@ -26,6 +26,9 @@ _LOG_LINE = re.compile(
     r"|(?: {4}|\t)\S"
     r"|\s*(?:INFO|WARNING|ERROR|DEBUG)\b)"
 )
+# a Markdown heading: in an issue it is the template's ("### What version are you seeing the
+# problem on?", "## Environment"), not the user's question or story
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 _SENTENCE_END = re.compile(r"(?<=[。！？；!?;])|(?<=[.])(?=\s)")
 _ITEM = re.compile(r"^\s*(?:\d{1,2}[.)、]|[-*•])\s+")
 
@@ -44,7 +47,8 @@ def split_post(text: str) -> Post:
     """The prose sentences of `text` and the log/code it quotes (see the module doc).
 
     A fenced block is log; so is a paragraph whose first line a program printed (an error's
-    message continues on its unindented lines), and any single such line in prose."""
+    message continues on its unindented lines), and any single such line in prose. A Markdown
+    heading is neither: it ends a paragraph and is left out."""
     prose_lines: list[str] = []
     log_lines: list[str] = []
     fenced = False
@@ -57,7 +61,7 @@ def split_post(text: str) -> Post:
         if fenced:
             log_lines.append(line)
             continue
-        if not line.strip():
+        if not line.strip() or _HEADING.match(line):
             in_log = False
             prose_lines.append("")
             continue
@@ -77,6 +81,9 @@ def split_post(text: str) -> Post:
     return Post(tuple(sentences), "\n".join(log_lines).strip("\n"))
 
 
+_MARKER_ONLY = re.compile(r"^(?:\d{1,2}[.)、]|[-*•])$")  # "2." of "... a lot? 2. Where do I ..."
+
+
 def _sentences(paragraph: str) -> list[str]:
     parts = (part.strip() for part in _SENTENCE_END.split(paragraph))
-    return [part for part in parts if part]
+    return [part for part in parts if part and not _MARKER_ONLY.match(part)]

@@ -187,22 +187,28 @@ def answers_beside_an_error(kb, post: Post, lang: str) -> list[tuple]:
 
 
 def _answers(kb, post: Post, asking: list[str], lang: str, facts, read_with_story: bool) -> list:
+    """The answers of `several_answers` and `answers_beside_an_error`: a question naming no fix
+    right after one about a fix goes on asking about that fix ("1. Will X slow training down?
+    2. Where do I set it?"); further away, "it" may be anything (an issue template's "What
+    version are you seeing the problem on?"), and `read_with_story` reads such a question with
+    the sentences before it, or else it is left to the diagnosis."""
     from ..reading.understand import understand
     from .ask import build_answer
 
     out: list[tuple] = []
-    before = None  # the intent of the last question that named a fix
+    chain = None  # (the last question about a fix, the intent it asked with)
     for question in asking:
         if len(out) == MAX_ANSWERS:
             break
         got = read_question(kb, question)
+        at = post.sentences.index(question)
         if understand(kb, question).intent is not None:
-            before = got.understood.intent
-        elif before is not None:
-            got = _about_the_fix_before(kb, got, before, question)
+            chain = (question, got.understood.intent)
+        elif chain is not None and at and post.sentences[at - 1] == chain[0]:
+            got = _about_the_fix_before(kb, got, chain[1], question)
+            chain = (question, chain[1])
         elif read_with_story:
-            told = post.sentences[: post.sentences.index(question) + 1]
-            got = read_question(kb, " ".join(told))
+            got = read_question(kb, " ".join(post.sentences[: at + 1]))
         else:
             continue
         answer = build_answer(kb, got.understood, lang, facts)
