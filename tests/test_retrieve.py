@@ -310,6 +310,24 @@ def test_an_issue_templates_headings_are_no_questions():
     assert [(a["fixes"], a["aspect"]) for a in data["answers"]] == [(["static_graph"], "cost")]
 
 
+def test_a_chinese_post_tells_its_story_and_asks_beside_the_error():
+    """The story ("the aux head is used only in the first 10 epochs": a branch on some steps)
+    is diagnosed, the question about the flag answered, and "any better way?", which says
+    nothing of what it asks about the flag, is left to the diagnosis."""
+    post = (
+        f"多卡训练的时候报了下面这个错：\n\n{QUOTED}\n\n"
+        "我的模型有一个辅助分类头 aux_head，只在训练前 10 个 epoch 用到。\n请问：\n"
+        "1. 直接加 find_unused_parameters=True 可以吗？会不会影响精度？\n2. 有没有别的更好的办法？"
+    )
+    data = json.loads(ask(post, "--json").out)
+    assert data["kind"] == "diagnosis" and data["lang"] == "zh"
+    assert data["causes"][0]["id"] == "conditional_branch"
+    got = [(a["question"], a["fixes"], a["aspect"]) for a in data["answers"]]
+    assert got == [
+        ("直接加 find_unused_parameters=True 可以吗？", ["find_unused_parameters"], "safe")
+    ]
+
+
 def test_a_question_about_the_quoted_error_itself_gets_the_diagnosis_alone():
     data = json.loads(ask(f"{QUOTED}\n\nHow do I fix this? Any idea?", "--json").out)
     assert data["kind"] == "diagnosis" and data["answers"] == []

@@ -188,11 +188,13 @@ def answers_beside_an_error(kb, post: Post, lang: str) -> list[tuple]:
 
 def _answers(kb, post: Post, asking: list[str], lang: str, facts, read_with_story: bool) -> list:
     """The answers of `several_answers` and `answers_beside_an_error`: a question naming no fix
-    right after one about a fix goes on asking about that fix ("1. Will X slow training down?
-    2. Where do I set it?"); further away, "it" may be anything (an issue template's "What
-    version are you seeing the problem on?"), and `read_with_story` reads such a question with
-    the sentences before it, or else it is left to the diagnosis."""
-    from ..reading.understand import understand
+    right after one about a fix, and saying what it asks ("1. Will X slow training down? 2.
+    Where do I set it?"), goes on asking about that fix. Further away, "it" may be anything (an
+    issue template's "What version are you seeing the problem on?"), and a question that says
+    nothing of what it asks ("any better way?") asks for what the diagnosis gives: with
+    `read_with_story` such a question is read with the sentences before it, else it is left to
+    the diagnosis."""
+    from ..reading.understand import aspect_asked, understand
     from .ask import build_answer
 
     out: list[tuple] = []
@@ -204,8 +206,13 @@ def _answers(kb, post: Post, asking: list[str], lang: str, facts, read_with_stor
         at = post.sentences.index(question)
         if understand(kb, question).intent is not None:
             chain = (question, got.understood.intent)
-        elif chain is not None and at and post.sentences[at - 1] == chain[0]:
-            got = _about_the_fix_before(kb, got, chain[1], question)
+        elif (
+            chain is not None
+            and at
+            and post.sentences[at - 1] == chain[0]
+            and (aspect := aspect_asked(kb, question, len(chain[1].fixes))) is not None
+        ):
+            got = _about_the_fix_before(got, chain[1], aspect)
             chain = (question, chain[1])
         elif read_with_story:
             got = read_question(kb, " ".join(post.sentences[: at + 1]))
@@ -219,14 +226,11 @@ def _answers(kb, post: Post, asking: list[str], lang: str, facts, read_with_stor
     return out
 
 
-def _about_the_fix_before(kb, got, before, question: str):
-    """`got` asking what `question` asks ("where do I set it?") about the fix(es) of the
-    question before it (`before`, an Intent): no "did you mean" between other fixes."""
+def _about_the_fix_before(got, before, aspect: str):
+    """`got` asking about `aspect` ("where do I set it?") of the fix(es) of the question before
+    it (`before`, an Intent): no "did you mean" between other fixes."""
     from dataclasses import replace
 
-    from ..reading.understand import aspect_asked
-
-    aspect = aspect_asked(kb, question, len(before.fixes))
     intent = replace(before, aspect=aspect)
     return replace(got, understood=replace(got.understood, intent=intent), candidates=())
 
