@@ -289,10 +289,11 @@ def cmd_ask(kb, args, lang: str) -> int:
     # tells, and its questions about a fix are answered beside; else the post's question is
     # read apart from the story around it (read_asked)
     answered: list = []
-    if found_error:
-        answered = reading.answers_beside_an_error(kb, post, lang) if args.text.strip() else []
-        understood = reading.story_read(kb, post, answered) if post.sentences else None
-        understood = understood or reading.read_question(kb, text).understood
+    if found_error and post.sentences:
+        answered, asked = reading.answers_beside_an_error(kb, post, lang)
+        understood = reading.story_read(kb, post, answered, asked)
+    elif found_error:  # the text is the log alone
+        understood = reading.read_question(kb, text).understood
     else:
         got = reading.read_asked(kb, args.text, post, asking)
         understood = got.understood

@@ -160,22 +160,23 @@ def several_answers(kb, post: Post, asking: list[str], lang: str, facts=None) ->
     """(question, Answer, Reread) for each asking sentence that gets an answer, when two or
     more do; else []: one question is read with the whole prose around it, as before.
 
-    A question that names no fix asks about the one the question before it named ("Does
-    find_unused_parameters=True slow training? Where do I set it in the Trainer?"); with no
-    such question before it, it is read together with the sentences before it, which usually
-    name the option."""
+    A question that names no fix, right after one that did, asks about that fix when it says
+    what it asks ("Does find_unused_parameters=True slow training? Where do I set it in the
+    Trainer?"); else it is read together with the sentences before it, which usually name the
+    option."""
     out = _answers(kb, post, asking, lang, facts, read_with_story=True)
     return out if len(out) >= 2 else []
 
 
-def answers_beside_an_error(kb, post: Post, lang: str) -> list[tuple]:
+def answers_beside_an_error(kb, post: Post, lang: str) -> tuple[list[tuple], set[str]]:
     """(question, Answer, Reread) for each question a post asks about a fix beside the error it
-    quotes: the error is diagnosed, and "will find_unused_parameters=True slow training down?"
-    is answered too. A sentence asks about a fix when the lexicon reads it so (a question, an
-    instruction, or a statement saying only the fix and what is asked: "the flag made training
-    slower"), or when it is a question after one that named a fix ("where do I set it?"). A
-    question about the error itself ("how do I fix this?") names no fix: the diagnosis is its
-    answer."""
+    quotes, and every sentence read as such a question (one asking again what an earlier one
+    asked is answered once): the error is diagnosed, and "will find_unused_parameters=True slow
+    training down?" is answered too. A sentence asks about a fix when the lexicon reads it so (a
+    question, an instruction, or a statement saying only the fix and what is asked: "the flag
+    made training slower"), or when it is a question right after one that did and says what it
+    asks ("where do I set it?"). A question about the error itself ("how do I fix this?") names
+    no fix: the diagnosis is its answer."""
     from ..reading.understand import understand
 
     asking = [
@@ -183,17 +184,21 @@ def answers_beside_an_error(kb, post: Post, lang: str) -> list[tuple]:
         for sentence in post.sentences[:MAX_SENTENCES]
         if (read := understand(kb, sentence)).intent is not None or read.is_question
     ]
-    return _answers(kb, post, asking, lang, None, read_with_story=False)
+    about_a_fix: set[str] = set()
+    answers = _answers(kb, post, asking, lang, None, False, about_a_fix)
+    return answers, about_a_fix
 
 
-def _answers(kb, post: Post, asking: list[str], lang: str, facts, read_with_story: bool) -> list:
+def _answers(  # noqa: PLR0913
+    kb, post: Post, asking: list[str], lang: str, facts, read_with_story: bool, about_a_fix=None
+) -> list:
     """The answers of `several_answers` and `answers_beside_an_error`: a question naming no fix
     right after one about a fix, and saying what it asks ("1. Will X slow training down? 2.
     Where do I set it?"), goes on asking about that fix. Further away, "it" may be anything (an
     issue template's "What version are you seeing the problem on?"), and a question that says
     nothing of what it asks ("any better way?") asks for what the diagnosis gives: with
     `read_with_story` such a question is read with the sentences before it, else it is left to
-    the diagnosis."""
+    the diagnosis. `about_a_fix` (a set) gets every question read as asking about a fix."""
     from ..reading.understand import aspect_asked, understand
     from .ask import build_answer
 
@@ -219,6 +224,8 @@ def _answers(kb, post: Post, asking: list[str], lang: str, facts, read_with_stor
         else:
             continue
         answer = build_answer(kb, got.understood, lang, facts)
+        if answer is not None and about_a_fix is not None:
+            about_a_fix.add(question)
         if answer is not None and all(
             (a.fixes, a.aspect) != (answer.fixes, answer.aspect) for _, a, _ in out
         ):
@@ -235,16 +242,15 @@ def _about_the_fix_before(got, before, aspect: str):
     return replace(got, understood=replace(got.understood, intent=intent), candidates=())
 
 
-def story_read(kb, post: Post, answered: list[tuple]):
-    """The Understanding to diagnose a post with: its sentences bar the questions answered
-    about a fix (`answered`, from `answers_beside_an_error`), with the facts those questions
-    tell besides the fix they ask about (the framework they name). "Will
-    find_unused_parameters=True slow down training?" says nothing of whether the flag is on."""
+def story_read(kb, post: Post, answered: list[tuple], asked: set[str]):
+    """The Understanding to diagnose a post with: its sentences bar those `asked` about a fix
+    (both from `answers_beside_an_error`), with the facts the questions `answered` tell besides
+    the fix they ask about (the framework they name). "Will find_unused_parameters=True slow
+    down training?" says nothing of whether the flag is on."""
     from dataclasses import replace
 
     from ..reading.understand import understand
 
-    asked = {question for question, _, _ in answered}
     story = understand(kb, " ".join(s for s in post.sentences if s not in asked))
     if not asked:
         return story
