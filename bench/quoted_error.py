@@ -35,6 +35,7 @@ import subprocess
 import sys
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 from pathlib import Path
 
 import yaml
@@ -43,6 +44,12 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "fixtures" / "sentences"
 LOG = ROOT / "tests" / "fixtures" / "real" / "unused_module__nodebug__spawn.txt"
 FAMILY = "unfinished_reduction"  # the family of LOG
+
+
+@cache
+def fenced_log() -> str:
+    """LOG as a post quotes it, read once for every item."""
+    return "```\n" + LOG.read_text(encoding="utf-8") + "\n```"
 
 
 def unseen_questions() -> list[dict]:
@@ -75,7 +82,7 @@ def ask_json(text: str) -> dict:
 def judge(item: dict) -> dict[str, tuple[bool, bool]]:
     want = ([item["fix"]], item["aspect"])
     shown_want = (item["fix"], item["aspect"])
-    log = "```\n" + LOG.read_text(encoding="utf-8") + "\n```"
+    log = fenced_log()
     out = {}
     alone = ask_json(item["text"])
     right = alone.get("kind") == "answer" and (alone["fixes"], alone["aspect"]) == want
@@ -102,7 +109,7 @@ def descriptions() -> list[dict]:
 
 def judge_description(item: dict) -> tuple[bool, bool]:
     """(answered as a question, settled cause in the top two) for a description beside LOG."""
-    log = "```\n" + LOG.read_text(encoding="utf-8") + "\n```"
+    log = fenced_log()
     data = ask_json(f"{item['text']}\n\n{log}")
     top2 = [c["id"] for c in data.get("causes") or []][:2]
     return bool(data.get("answers")), item["cause"] in top2

@@ -30,7 +30,9 @@ _LOG_LINE = re.compile(
 # problem on?", "## Environment"), not the user's question or story
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 _SENTENCE_END = re.compile(r"(?<=[。！？；!?;])|(?<=[.])(?=\s)")
-_ITEM = re.compile(r"^\s*(?:\d{1,2}[.)、]|[-*•])\s+")
+_MARKER = r"(?:\d{1,2}[.)、]|[-*•])"  # a list item's number or bullet
+_ITEM = re.compile(rf"^\s*{_MARKER}\s+")
+_MARKER_ONLY = re.compile(rf"^{_MARKER}$")  # "2." of "... a lot? 2. Where do I ..."
 
 
 @dataclass(frozen=True)
@@ -79,9 +81,6 @@ def split_post(text: str) -> Post:
         sentences += _sentences(" ".join(paragraph))
         paragraph = [_ITEM.sub("", line).strip()] if line.strip() else []
     return Post(tuple(sentences), "\n".join(log_lines).strip("\n"))
-
-
-_MARKER_ONLY = re.compile(r"^(?:\d{1,2}[.)、]|[-*•])$")  # "2." of "... a lot? 2. Where do I ..."
 
 
 def _sentences(paragraph: str) -> list[str]:

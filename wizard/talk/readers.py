@@ -199,6 +199,7 @@ def _answers(  # noqa: PLR0913
     nothing of what it asks ("any better way?") asks for what the diagnosis gives: with
     `read_with_story` such a question is read with the sentences before it, else it is left to
     the diagnosis. `about_a_fix` (a set) gets every question read as asking about a fix."""
+    from ..reading.retrieve import reread
     from ..reading.understand import aspect_asked, understand
     from .ask import build_answer
 
@@ -207,9 +208,10 @@ def _answers(  # noqa: PLR0913
     for question in asking:
         if len(out) == MAX_ANSWERS:
             break
-        got = read_question(kb, question)
+        read = understand(kb, question)  # the lexicon's reading, once: it says if a fix is named
+        got = reread(kb, read)
         at = post.sentences.index(question)
-        if understand(kb, question).intent is not None:
+        if read.intent is not None:
             chain = (question, got.understood.intent)
         elif (
             chain is not None
