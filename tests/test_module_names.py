@@ -95,14 +95,20 @@ def test_the_printed_snippet_runs_on_the_model_it_names():
     facts = understand(KB, FREEZE_SENTENCE).facts
     code = printed.render("freeze_before_wrapping", facts=tuple(facts.items()))
     assert "model.body.requires_grad_(False)" in code
+    scope = {}
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     try:
         model = Clean(frozenset())
-        scope = {"model": model, "local_rank": 0, "torch": torch}
+        scope.update(model=model, local_rank=0, torch=torch)
         exec(compile(code, "<printed snippet>", "exec"), scope)  # noqa: S102 - the snippet
         inputs, targets = regression_batch(0, 0)
         loss = torch.nn.functional.mse_loss(scope["ddp_model"](inputs), targets)
         loss.backward()
         assert all(p.grad is not None for p in model.body.parameters())
     finally:
+        # The wrappers go before their group: dropped after it, the last one frees the
+        # group from inside its own destructor, holding the GIL while it joins gloo's
+        # worker threads, and a worker still freeing the all-reduce of `backward` waits
+        # for that GIL (a deadlock of torch 2.13, ~1 run in 15; it hung CI for 20 min).
+        scope.clear()
         dist.destroy_process_group()

@@ -99,6 +99,9 @@ def _train(rank: int, world_size: int, args: argparse.Namespace) -> None:
         if args.param_dir:
             snap = sc.param_snapshot(model.module)
             torch.save(snap, Path(args.param_dir) / f"rank{rank}_step{step}.pt")
+    # The wrapper goes before its group: freed after it, its reducer would free the group
+    # holding the GIL while a gloo worker may still need the GIL (a deadlock of torch 2.13)
+    del model
     dist.destroy_process_group()
 
 
