@@ -360,6 +360,36 @@ def test_a_question_quoting_the_warning_is_about_turning_the_flag_off(text):
     assert data["fixes"] == ["disable_find_unused"], data["fixes"]
 
 
+@pytest.mark.parametrize(
+    ("text", "family"),
+    [
+        (
+            'My job died with "RuntimeError: Expected to have finished reduction in the prior '
+            'iteration before starting a new one." How do I fix it?',
+            "unfinished_reduction",
+        ),
+        (
+            "> Parameter indices which did not receive grad for rank 1: 3 4 5",
+            "unfinished_reduction",
+        ),
+        (
+            "训练到一半报错 RuntimeError: Expected to mark a variable ready only once. 怎么解决？",
+            "mark_ready_twice",
+        ),
+    ],
+)
+def test_an_error_written_into_the_prose_is_diagnosed(text, family):
+    """No log line to split off (the error sits inside a sentence, or in a Markdown quote),
+    yet it is the error: diagnosed, not "could not tell the cause", and the fix its own
+    message names (find_unused_parameters=True) is not answered as a question."""
+    result = ask(text, "--json")
+    data = json.loads(result.out)
+    assert result.returncode == 0, result.err
+    assert data["kind"] == "diagnosis", data
+    assert data["family"] == family
+    assert data["findings"], data
+
+
 def test_a_question_naming_the_flag_without_the_warning_is_about_the_flag():
     data = json.loads(ask("Why do I need find_unused_parameters=True?", "--json").out)
     assert data["fixes"] == ["find_unused_parameters"]
@@ -412,3 +442,59 @@ def test_any_asking_word_and_setting_verb_or_the_same_error_say_what_is_asked(te
     "the same RuntimeError" as "still fails"."""
     data = json.loads(ask(text, "--json").out)
     assert data["kind"] == "answer" and data["aspect"] == aspect, data
+
+
+def test_a_fact_read_twice_is_said_once():
+    """Two phrases telling the same fact give one "I read" line, quoting the first."""
+    text = (
+        "训练时报错 RuntimeError: Expected to have finished reduction in the prior iteration "
+        "before starting a new one. 我已经加了 find_unused_parameters=True 还是报同样的错，怎么办？"
+    )
+    result = ask(text)
+    assert result.returncode == 0, result.err
+    said = [line for line in result.out.splitlines() if line.startswith("- 已经设置了")]
+    assert len(said) == 1, result.out
+    assert "加了 find_unused_parameters" in said[0]
+
+
+OOM_LOG = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 88, in <module>\n'
+    "    loss.backward()\n"
+    "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        OOM_LOG,
+        f"I train with the HF Trainer on 4 GPUs, two heads.\n\n```\n{OOM_LOG}```\n",
+        f"我用 HF Trainer 在 4 张卡上训练，模型有两个头。\n\n```\n{OOM_LOG}```\n",
+    ],
+    ids=["log alone", "story and log", "zh story and log"],
+)
+def test_a_post_quoting_another_error_is_not_diagnosed_as_a_ddp_one(text):
+    """The framework its prose or stack frames name is no DDP error: `ask` says the quoted
+    error is none it knows, as `triage` does, instead of the usual error's diagnosis."""
+    result = ask(text, "--json")
+    data = json.loads(result.out)
+    assert result.returncode == 1, result.out
+    assert data["status"] == "no_known_error" and not data["causes"] and not data["fixes"]
+    shown = ask(text)
+    assert "diagnosis" not in shown.out and "诊断报告" not in shown.out, shown.out
+
+
+def test_the_quoted_error_is_named_when_it_is_another_one():
+    text = f"My job crashes, see below.\n\n```\n{OOM_LOG}```\n"
+    result = ask(text)
+    assert result.returncode == 1
+    assert "torch.OutOfMemoryError: CUDA out of memory" in result.out.splitlines()[0]
+    chinese = ask(text, "--lang", "zh")
+    assert has_chinese(chinese.out.splitlines()[0]) and "torch.OutOfMemoryError" in chinese.out
+
+
+def test_a_question_beside_another_error_is_still_answered():
+    text = f"```\n{OOM_LOG}```\n\nDoes find_unused_parameters=True use more memory?"
+    data = json.loads(ask(text, "--json").out)
+    assert data["kind"] == "answer" and data["fixes"] == ["find_unused_parameters"], data

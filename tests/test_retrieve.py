@@ -485,3 +485,23 @@ def test_no_fresh_batch_item_is_an_example_or_a_lexicon_entry():
         for item in (data.get("questions") or []) + (data.get("sentences") or []):
             assert norm(item["text"]) not in examples, item["text"]
             assert norm(item["text"]) not in lexicon, item["text"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "~/envs/mm/lib/python3.7/site-packages/torch/distributed/distributed_c10d.py in _get_default_group()",
+        "--> 358         raise RuntimeError(",
+        "packages/torch/utils/checkpoint.py:429: UserWarning: torch.utils.checkpoint: please pass",
+    ],
+    ids=["jupyter frame", "jupyter arrow", "warning with a cut path"],
+)
+def test_a_line_a_program_printed_is_log_not_prose(line):
+    post = split_post(f"{line}\n\nThe run stops here.")
+    assert post.log == line and post.sentences == ("The run stops here.",)
+
+
+def test_a_post_names_the_exception_its_log_raised():
+    post = split_post("It breaks:\n[rank0]: torch.OutOfMemoryError: CUDA out of memory\nHelp?")
+    assert post.raised == "[rank0]: torch.OutOfMemoryError: CUDA out of memory"
+    assert split_post("Training is slow with find_unused_parameters=True.").raised is None

@@ -244,6 +244,20 @@ def _no_error_found(kb, lang: str, fmt: str, result) -> int:
     return ExitCode.NO_ERROR_FOUND
 
 
+def _another_error(kb, lang: str, fmt: str, result, raised: str) -> int:
+    """A post quoting an error that is none of the known ones: said so, naming it, with what
+    ddp-doctor does know; never diagnosed from what its prose and stack frames tell."""
+    from ..common.i18n import tr
+
+    if fmt == "json":
+        return _no_error_found(kb, lang, fmt, result)
+    shown = raised if len(raised) <= 160 else raised[:157] + "..."
+    families = tr(kb, "list_separator", lang).join(f.title.get(lang) for f in kb.families)
+    sys.stdout.write(tr(kb, "ask_another_error", lang, error=shown) + "\n")
+    sys.stdout.write(tr(kb, "session_covered", lang, families=families) + "\n")
+    return ExitCode.NO_ERROR_FOUND
+
+
 # ---------------------------------------------------------------------------- commands
 
 
@@ -280,9 +294,15 @@ def cmd_ask(kb, args, lang: str) -> int:
     # a post: its quoted log is read as a paste, its prose as the question (reading.py)
     post, asking = reading.read_post(kb, args.text)
     text = post.prose if post.log and post.prose else args.text
-    if result is None and post.log:
-        result = _error_quoted(kb, post.log)
+    if result is None:
+        result = (_error_quoted(kb, post.log) if post.log else None) or _crash_written_in(
+            kb, args.text
+        )
     found_error = bool(result and result.findings)
+    if not found_error and post.log and not post.sentences:
+        # a log alone, holding no error ddp-doctor knows: said as `triage` says it, never
+        # diagnosed from the framework its stack frames name
+        return _no_error_found(kb, lang, fmt, result or _triage(kb, post.log))
     if not found_error and _answer_several(kb, post, asking, lang, fmt):
         return ExitCode.OK
     # the lexicon and the nearest examples: a quoted error is diagnosed from what the prose
@@ -301,11 +321,12 @@ def cmd_ask(kb, args, lang: str) -> int:
         if answer is not None:
             _print_answer(kb, answer, got, lang, fmt)
             return ExitCode.OK
+        if post.raised:  # the error it quotes is another one ("CUDA out of memory", ...)
+            return _another_error(kb, lang, fmt, result or _triage(kb, post.log), post.raised)
         if not understood.facts and not understood.reports_error:
             _print_not_understood(kb, got, lang, fmt)
             return ExitCode.NO_ERROR_FOUND
-    if not found_error:
-        result = _error_quoted(kb, args.text) or result
+        result = _error_quoted(kb, args.text) or result  # a warning the description quotes
     return _diagnose_told(kb, args, understood, result, answered, lang, fmt)
 
 
@@ -405,13 +426,31 @@ def _answers_markdown(kb, answers, lang: str, heading_key: str) -> str:
     return "\n".join(parts)
 
 
+def _triage(kb, text: str):
+    from ..reading.triage import triage_text
+
+    return triage_text(kb, text, "<ask>")
+
+
 def _error_quoted(kb, text: str):
     """The triage of a sentence that quotes the error itself ("... and get Expected to mark a
     variable ready only once"), or None when it holds none."""
-    from ..reading.triage import triage_text
-
-    found = triage_text(kb, text, "<ask>")
+    found = _triage(kb, text)
     return found if found.findings else None
+
+
+def _crash_written_in(kb, text: str):
+    """The triage of a crash written into the prose itself, with no log line to split off ('the
+    error happen: "RuntimeError: Expected to have finished reduction ..."', a Markdown-quoted
+    "> Parameter indices which did not receive grad ..."): the error to diagnose, and the fix its
+    own message names ("... passing the keyword argument find_unused_parameters=True") is no
+    question the user asked. None when the text holds no error, or only a warning: a question
+    quoting a warning asks about what the warning says ("Is it safe to ignore it?")."""
+    found = _error_quoted(kb, text)
+    crashes = (
+        [f for f in found.findings if kb.family(f.family).severity == "error"] if found else []
+    )
+    return found if crashes else None
 
 
 def _understood_block(kb, understood, upcoming, lang: str) -> str:

@@ -22,9 +22,17 @@ _LOG_LINE = re.compile(
     r"|\s*\d{4}-\d\d-\d\d[ T]\d\d:\d\d"
     r"|[IWEF]\d{4} \d\d:\d\d"  # glog: W1202 16:11:01
     r"|\s*(?:/|~/|[A-Za-z]:\\)\S+:\d+"  # /path/file.py:368: UserWarning ...
+    r"|\s*\S+\.py:\d+: "  # ... a path cut at its start: packages/torch/utils/checkpoint.py:429:
+    r"|\s*(?:/|~/|[A-Za-z]:\\)\S+\.py in [\w<]"  # a Jupyter traceback's frame: ... in f()
+    r"|\s*-+> ?\d+\s"  # ... and its arrow at the failing line: --> 358     raise ...
     r"|\s*(?:>>>|\$) "
     r"|(?: {4}|\t)\S"
     r"|\s*(?:INFO|WARNING|ERROR|DEBUG)\b)"
+)
+# an exception a program raised: "RuntimeError: ...", "[rank0]: torch.OutOfMemoryError: ..."
+_RAISED = re.compile(
+    r"^\s*(?:\[(?:rank|default)\d*\]:?\s*)?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\b:",
+    re.MULTILINE,
 )
 # a Markdown heading: in an issue it is the template's ("### What version are you seeing the
 # problem on?", "## Environment"), not the user's question or story
@@ -43,6 +51,12 @@ class Post:
     @property
     def prose(self) -> str:
         return " ".join(self.sentences)
+
+    @property
+    def raised(self) -> str | None:
+        """The first line of the log it quotes that says a program raised an exception."""
+        found = _RAISED.search(self.log)
+        return self.log[found.start() :].split("\n", 1)[0].strip() if found else None
 
 
 def split_post(text: str) -> Post:

@@ -241,10 +241,14 @@ def understood_lines(kb, understood: Understanding, lang: str) -> list[str]:
     """ "I read: ..." lines: each fact with the words it came from; guesses marked as unused."""
     from ..common.i18n import tr
 
-    lines = []
+    lines, said = [], set()
     for reading in understood.used:
         key = "ask_negated_item" if reading.negated else "ask_understood_item"
-        lines.append(tr(kb, key, lang, says=reading.says.get(lang), quote=reading.quote))
+        # the same fact read twice ("加了 find_unused_parameters" ... "find_unused_parameters=
+        # True") is said once, with the first words it came from
+        if (key, reading.says.get(lang)) not in said:
+            said.add((key, reading.says.get(lang)))
+            lines.append(tr(kb, key, lang, says=reading.says.get(lang), quote=reading.quote))
     for reading in understood.guesses:
         lines.append(
             tr(kb, "ask_guess_item", lang, says=reading.says.get(lang), quote=reading.quote)
