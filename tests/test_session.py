@@ -9,6 +9,7 @@ under pexpect and read the screen. Keys: "\\r" Enter, "\\x1b[B" down, "\\x03" Ct
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import shlex
@@ -25,6 +26,7 @@ from ddp_doctor.reasoning import engine
 
 pytest.importorskip("questionary")
 from ddp_doctor.talk.session import run_session  # noqa: E402
+from helpers import cli  # noqa: E402
 from prompt_toolkit.input import create_pipe_input  # noqa: E402
 from prompt_toolkit.output import DummyOutput  # noqa: E402
 from rich.console import Console  # noqa: E402
@@ -498,3 +500,26 @@ def test_a_module_named_in_the_description_is_said_and_used_in_the_code():
     text = flat(screen)
     assert "the module you named: `body`" in text
     assert "model.body.requires_grad_(False)" in text and "YOUR_MODULE" not in text
+
+
+READY_TWICE = (
+    "I get RuntimeError: Expected to mark a variable ready only once, "
+    "after I turned on gradient checkpointing"
+)
+
+
+def test_an_error_quoted_in_the_description_is_the_one_diagnosed():
+    """No paste, the error typed into the description: the session says it found that error
+    (not the usual one it assumes when nothing was pasted) and asks about it."""
+    _, screen = drive(ENTER + READY_TWICE + ENTER, "en")
+    text = flat(screen)
+    title = KB.family("mark_ready_twice").title.get("en").replace("`", "")
+    assert f"Found: {title}" in text.replace("`", ""), text
+
+
+def test_an_answers_file_whose_description_quotes_the_error_diagnoses_it(tmp_path):
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(yaml.safe_dump({"said": READY_TWICE}), encoding="utf-8")
+    report = json.loads(cli("--answers", str(answers), "--json").out)
+    assert report["family"] == "mark_ready_twice"
+    assert report["causes"][0]["id"] in {"gradient_checkpointing", "multiple_backward"}

@@ -522,12 +522,14 @@ def cmd_answers(kb, args, lang: str) -> int:
         modules_in_answers,
         split_said,
     )
-    from ..talk.interview import Interview
+    from ..talk.interview import Interview, error_quoted
 
     said, answers, said_later = split_said(load_answers(args.answers))
     if args.save:  # before any work: a refused file is known now
         _check_save_target(args.save, [args.answers, args.paste])
     result = read_sources(kb, [args.paste], lang, DEFAULT_MAX_BYTES) if args.paste else None
+    if result is None or not result.findings:  # the error the description quotes, as the
+        result = error_quoted(kb, "\n".join(said)) or result  # session takes it (interview.py)
     start = Interview.start(kb, result)
     # nothing pasted: the modules the answers name (a session's answers without its paste)
     modules = start.modules if result is not None else modules_in_answers(kb, answers)

@@ -20,6 +20,15 @@ def default_family(kb) -> str:
     return kb.engine["default_family"]
 
 
+def error_quoted(kb, text: str):
+    """The triage of a description that quotes a known error or warning, None when it holds
+    none (then the description tells of the usual error)."""
+    from ..reading.triage import triage_text
+
+    found = triage_text(kb, text, "<description>")
+    return found if found.findings else None
+
+
 @dataclass(frozen=True)
 class Step:
     """One answered question and the facts before it (what `back` restores)."""
@@ -83,6 +92,8 @@ class Interview:
         from .readers import facts_with_leans
 
         self.description = text
+        if not self.found_error:
+            self.take_quoted_error(text)
         found = engine.facts_from_text(self.kb, text)
         # and how near the story is to each cause's reports: it moves the ranking, yet it is
         # no fact the user stated, so it is not among what the session says it understood
@@ -91,6 +102,15 @@ class Interview:
             self.text_facts = with_leans
             self.facts.update(with_leans)
         return found
+
+    def take_quoted_error(self, text: str) -> None:
+        """The error a description quotes ("I get Expected to mark a variable ready only
+        once when ..."), taken as if pasted: its family, not the usual one, is diagnosed."""
+        quoted = error_quoted(self.kb, text)
+        if quoted is not None:
+            self.triage = quoted
+            self.facts.update(quoted.facts)
+            self.modules = tuple(quoted.unused_modules)
 
     def next_question(self) -> AskedQuestion | None:
         answered = [step.asked.key for step in self.history]

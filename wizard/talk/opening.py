@@ -46,7 +46,10 @@ class Opening:
         text = self.prompts.ask_text(self.t("session_describe_prompt"))
         if not text.strip():
             return
+        quoted_before = state.found_error
         found = state.describe(text)
+        if state.found_error and not quoted_before:  # the description quotes the error
+            self.show_findings(state.triage)
         if not found:
             self.console.print(self.t("session_describe_nothing"), style="dim")
             return
