@@ -493,8 +493,9 @@ def test_no_fresh_batch_item_is_an_example_or_a_lexicon_entry():
         "~/envs/mm/lib/python3.7/site-packages/torch/distributed/distributed_c10d.py in _get_default_group()",
         "--> 358         raise RuntimeError(",
         "packages/torch/utils/checkpoint.py:429: UserWarning: torch.utils.checkpoint: please pass",
+        "> [rank0]: RuntimeError: Expected to have finished reduction in the prior iteration",
     ],
-    ids=["jupyter frame", "jupyter arrow", "warning with a cut path"],
+    ids=["jupyter frame", "jupyter arrow", "warning with a cut path", "markdown quote"],
 )
 def test_a_line_a_program_printed_is_log_not_prose(line):
     post = split_post(f"{line}\n\nThe run stops here.")
@@ -505,3 +506,9 @@ def test_a_post_names_the_exception_its_log_raised():
     post = split_post("It breaks:\n[rank0]: torch.OutOfMemoryError: CUDA out of memory\nHelp?")
     assert post.raised == "[rank0]: torch.OutOfMemoryError: CUDA out of memory"
     assert split_post("Training is slow with find_unused_parameters=True.").raised is None
+
+
+def test_a_quoted_python_prompt_and_quoted_prose_keep_their_kind():
+    assert split_post(">>> model(x)\n\nIt fails.").log == ">>> model(x)"
+    post = split_post("> Did you set find_unused_parameters?\n\nYes, it still fails.")
+    assert post.log == "" and len(post.sentences) == 2

@@ -34,6 +34,9 @@ _RAISED = re.compile(
     r"^\s*(?:\[(?:rank|default)\d*\]:?\s*)?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\b:",
     re.MULTILINE,
 )
+# a Markdown quote's marker: "> [rank0]: RuntimeError: ..." is the log line it quotes (">>> "
+# stays a Python prompt)
+_UNQUOTED = re.compile(r"^\s*>(?!>) ?")
 # a Markdown heading: in an issue it is the template's ("### What version are you seeing the
 # problem on?", "## Environment"), not the user's question or story
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
@@ -81,7 +84,7 @@ def split_post(text: str) -> Post:
             in_log = False
             prose_lines.append("")
             continue
-        if _LOG_LINE.match(line) or in_log:
+        if _LOG_LINE.match(_UNQUOTED.sub("", line)) or in_log:
             log_lines.append(line)
             in_log = True
             continue
