@@ -283,7 +283,8 @@ def cmd_ask(kb, args, lang: str) -> int:
 
     The language follows `ask.choose_lang` (a Chinese sentence is answered in Chinese unless
     `--lang` says otherwise); `--json` always prints one JSON document, also when nothing was
-    understood (`status: not_understood`, exit code 1).
+    understood (`status: not_understood`, exit code 1) or the log it quotes holds no known
+    error (`status: no_known_error`, exit code 1).
     """
     from ..talk import ask
     from ..talk import readers as reading
@@ -433,10 +434,10 @@ def _triage(kb, text: str):
 
 
 def _error_quoted(kb, text: str):
-    """The triage of a sentence that quotes the error itself ("... and get Expected to mark a
-    variable ready only once"), or None when it holds none."""
-    found = _triage(kb, text)
-    return found if found.findings else None
+    """The triage of what `ask` was given, when it quotes a known error; else None."""
+    from ..talk.interview import error_quoted
+
+    return error_quoted(kb, text, "<ask>")
 
 
 def _crash_written_in(kb, text: str):
