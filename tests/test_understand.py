@@ -169,6 +169,22 @@ def test_asking_how_to_set_the_flag_does_not_mean_it_is_on():
 
 
 @pytest.mark.parametrize(
+    ("text", "enabled"),
+    [
+        ("May I delete it? Otherwise I have to use find_unused_parameters=True with DDP.", None),
+        ("Otherwise I would have to set find_unused_parameters=True.", None),
+        ("不然就只能开 find_unused_parameters=True 了", None),
+        ("I have to use find_unused_parameters=True, otherwise it crashes.", True),
+        ("我开了 find_unused_parameters=True，不然会报错", True),
+    ],
+)
+def test_what_the_user_would_do_otherwise_is_not_their_set_up(text, enabled):
+    """`cues.counterfactual`: the rest of the clause after "otherwise" / "不然" says what the
+    user would do if things were otherwise; said before it, the flag is set."""
+    assert understand(KB, text).facts.get("find_unused_enabled") is enabled
+
+
+@pytest.mark.parametrize(
     ("text", "lang"),
     [
         ("我调用了两次 backward", "zh"),

@@ -217,6 +217,7 @@ class _Lexicon:
     negation: _Words
     not_negation: _Words
     advice: _Words
+    counterfactual: _Words
     hedge: _Words
     clause_break: _Words
     question: _Words
@@ -234,6 +235,7 @@ _CUE_LISTS = (
     "negation",
     "not_negation",
     "advice",
+    "counterfactual",
     "hedge",
     "clause_break",
     "question",
@@ -541,6 +543,8 @@ def _read_sentence(lexicon: _Lexicon, doc: _Doc, start: int, end: int, units: _U
             clause = _clause(lexicon, doc, start, end, span)
             if _cue_before(lexicon.advice, doc, clause[0], span[0], units):
                 continue  # "please set X=True" is what someone suggests, not the user's set-up
+            if lexicon.counterfactual.spans(doc, clause[0], span[0]):
+                continue  # "otherwise I have to use X=True": what they would do, not do
             negated = _negated(lexicon, doc, clause[0], span[0], units)
             if chosen is None or (chosen[2] and not negated):
                 chosen = (span, gap, negated, clause)
