@@ -512,3 +512,10 @@ def test_a_quoted_python_prompt_and_quoted_prose_keep_their_kind():
     assert split_post(">>> model(x)\n\nIt fails.").log == ">>> model(x)"
     post = split_post("> Did you set find_unused_parameters?\n\nYes, it still fails.")
     assert post.log == "" and len(post.sentences) == 2
+
+
+def test_a_title_naming_an_exception_is_prose():
+    """ "RuntimeError when ..." is a person's title; "RuntimeError: ..." is what a program printed."""
+    title = split_post("RuntimeError when I wrap two models in DDP")
+    assert title.log == "" and title.sentences == ("RuntimeError when I wrap two models in DDP",)
+    assert split_post("RuntimeError: Expected to have finished reduction").sentences == ()

@@ -18,7 +18,9 @@ _LOG_LINE = re.compile(
     r"^(?:\s*Traceback \(most recent call last\)"
     r"|\s*File \"[^\"]*\", line \d+"
     r"|\s*\[(?:rank|default)\d*\]"
-    r"|\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning)\b:?"
+    # an exception line, with its message or alone ("RuntimeError when using two models", a
+    # title, is prose)
+    r"|\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning)\b(?::|\s*$)"
     r"|\s*\d{4}-\d\d-\d\d[ T]\d\d:\d\d"
     r"|[IWEF]\d{4} \d\d:\d\d"  # glog: W1202 16:11:01
     r"|\s*(?:/|~/|[A-Za-z]:\\)\S+:\d+"  # /path/file.py:368: UserWarning ...
