@@ -316,6 +316,8 @@ def test_a_paste_that_is_no_ddp_error_is_not_diagnosed_as_one(lang):
     assert code == 1, screen
     said = {"en": "not a DDP error", "zh": "不是 DDP"}[lang]
     assert said in flat(screen)
+    # and which exception it did raise, so the user sees what was read
+    assert "torch.OutOfMemoryError: CUDA out of memory" in flat(screen)
     joined = re.sub(r"\s", "", screen)  # Chinese wraps between any two characters
     for family in KB.families:  # it says what it does know
         assert re.sub(r"[\s`]", "", family.title.get(lang)) in joined
@@ -324,6 +326,18 @@ def test_a_paste_that_is_no_ddp_error_is_not_diagnosed_as_one(lang):
     keys = paste(oom) + "y" + "two backward calls per step" + ENTER + FIRST * 3 + "nn"
     code, screen = drive(keys, lang)
     assert {"en": "Most likely:", "zh": "最可能的原因："}[lang] in screen
+
+
+def test_a_pasted_file_that_is_no_ddp_error_names_what_it_raised(tmp_path):
+    log = tmp_path / "job.log"
+    log.write_text(
+        "step 10 loss 0.31\n[rank1]: RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:825, "
+        "unhandled system error\n",
+        encoding="utf-8",
+    )
+    code, screen = drive("n", "en", paste_path=str(log))
+    assert code == 1, screen
+    assert "[rank1]: RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:825" in flat(screen)
 
 
 def test_a_narrow_console_still_renders_the_report():

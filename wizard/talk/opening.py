@@ -30,15 +30,21 @@ class Opening:
         if state.found_error:
             self.show_findings(result)
         elif result is not None:
-            self.not_covered()
+            self.not_covered(paste if paste_path is None else _small_file_text(paste_path))
         return state
 
-    def not_covered(self) -> None:
-        """Say plainly that the paste is no error this tool knows, and what it does know."""
+    def not_covered(self, text: str | None) -> None:
+        """Say plainly that the paste is no error this tool knows, the exception it raised
+        instead (if it shows one), and what this tool does know."""
         from ..output.render import _Out
+        from ..reading.post import split_post
 
         out = _Out(self.kb, self.lang, self.console)
         out.para(self.t("session_paste_unknown"), style="yellow")
+        raised = split_post(text).raised if text else None
+        if raised:
+            shown = raised if len(raised) <= 160 else raised[:157] + "..."
+            out.para(self.t("session_paste_raised", error=shown))
         titles = [f.title.get(self.lang) for f in self.kb.families]
         out.para(self.t("session_covered", families=self.t("list_separator").join(titles)))
 
@@ -99,6 +105,19 @@ class Opening:
 
     def say(self, text: str, style: str) -> None:
         self.console.print(text, style=style, markup=False)
+
+
+def _small_file_text(path: str, limit: int = 256_000) -> str | None:
+    """The text of a `--paste` file small enough to read whole (a big log is only streamed)."""
+    import os
+
+    try:
+        if not os.path.isfile(path) or os.path.getsize(path) > limit:
+            return None
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return None
 
 
 def _join(values) -> str:
