@@ -247,11 +247,13 @@ def _no_error_found(kb, lang: str, fmt: str, result) -> int:
 def _another_error(kb, lang: str, fmt: str, result, raised: str) -> int:
     """A post quoting an error that is none of the known ones: said so, naming it, with what
     ddp-doctor does know; never diagnosed from what its prose and stack frames tell."""
+    from ..common.foreign import shorten
     from ..common.i18n import tr
+    from ..output.render import SHOWN_RAISED_CHARS
 
     if fmt == "json":
         return _no_error_found(kb, lang, fmt, result)
-    shown = raised if len(raised) <= 160 else raised[:157] + "..."
+    shown = shorten(raised, SHOWN_RAISED_CHARS)
     families = tr(kb, "list_separator", lang).join(f.title.get(lang) for f in kb.families)
     sys.stdout.write(tr(kb, "ask_another_error", lang, error=shown) + "\n")
     sys.stdout.write(tr(kb, "session_covered", lang, families=families) + "\n")
@@ -295,15 +297,20 @@ def cmd_ask(kb, args, lang: str) -> int:
     # a post: its quoted log is read as a paste, its prose as the question (reading.py)
     post, asking = reading.read_post(kb, args.text)
     text = post.prose if post.log and post.prose else args.text
+    # each read once: the log the post quotes, else the whole text (an error in its prose)
+    in_log = whole = None
     if result is None:
-        result = (_error_quoted(kb, post.log) if post.log else None) or _crash_written_in(
-            kb, args.text
-        )
+        in_log = _triage(kb, post.log) if post.log else None
+        if in_log and in_log.findings:
+            result = in_log
+        else:
+            whole = _triage(kb, args.text)
+            result = _crashes_in(kb, whole)
     found_error = bool(result and result.findings)
     if not found_error and post.log and not post.sentences:
         # a log alone, holding no error ddp-doctor knows: said as `triage` says it, never
         # diagnosed from the framework its stack frames name
-        return _no_error_found(kb, lang, fmt, result or _triage(kb, post.log))
+        return _no_error_found(kb, lang, fmt, result or in_log)
     if not found_error and _answer_several(kb, post, asking, lang, fmt):
         return ExitCode.OK
     # the lexicon and the nearest examples: a quoted error is diagnosed from what the prose
@@ -323,11 +330,12 @@ def cmd_ask(kb, args, lang: str) -> int:
             _print_answer(kb, answer, got, lang, fmt)
             return ExitCode.OK
         if post.raised:  # the error it quotes is another one ("CUDA out of memory", ...)
-            return _another_error(kb, lang, fmt, result or _triage(kb, post.log), post.raised)
+            return _another_error(kb, lang, fmt, result or in_log, post.raised)
         if not understood.facts and not understood.reports_error:
             _print_not_understood(kb, got, lang, fmt)
             return ExitCode.NO_ERROR_FOUND
-        result = _error_quoted(kb, args.text) or result  # a warning the description quotes
+        whole = whole or _triage(kb, args.text)
+        result = whole if whole.findings else result  # a warning the description quotes
     return _diagnose_told(kb, args, understood, result, answered, lang, fmt)
 
 
@@ -433,25 +441,17 @@ def _triage(kb, text: str):
     return triage_text(kb, text, "<ask>")
 
 
-def _error_quoted(kb, text: str):
-    """The triage of what `ask` was given, when it quotes a known error; else None."""
-    from ..talk.interview import error_quoted
-
-    return error_quoted(kb, text, "<ask>")
-
-
-def _crash_written_in(kb, text: str):
-    """The triage of a crash written into the prose itself, with no log line to split off ('the
-    error happen: "RuntimeError: Expected to have finished reduction ..."', a Markdown-quoted
-    "> Parameter indices which did not receive grad ..."): the error to diagnose, and the fix its
-    own message names ("... passing the keyword argument find_unused_parameters=True") is no
-    question the user asked. None when the text holds no error, or only a warning: a question
-    quoting a warning asks about what the warning says ("Is it safe to ignore it?")."""
-    found = _error_quoted(kb, text)
-    crashes = (
-        [f for f in found.findings if kb.family(f.family).severity == "error"] if found else []
-    )
-    return found if crashes else None
+def _crashes_in(kb, found):
+    """`found` (the triage of the whole text) when it holds a crash written into the prose
+    itself, with no log line to split off ('the error happen: "RuntimeError: Expected to have
+    finished reduction ..."', a Markdown-quoted "> Parameter indices which did not receive grad
+    ..."): the error to diagnose, and the fix its own message names ("... passing the keyword
+    argument find_unused_parameters=True") is no question the user asked. None when it holds
+    no error, or only a warning: a question quoting a warning asks about what the warning says
+    ("Is it safe to ignore it?")."""
+    if any(kb.family(f.family).severity == "error" for f in found.findings):
+        return found
+    return None
 
 
 def _understood_block(kb, understood, upcoming, lang: str) -> str:
@@ -523,15 +523,16 @@ def cmd_answers(kb, args, lang: str) -> int:
         modules_in_answers,
         split_said,
     )
-    from ..talk.interview import Interview, error_quoted
+    from ..talk.interview import Interview
 
     said, answers, said_later = split_said(load_answers(args.answers))
     if args.save:  # before any work: a refused file is known now
         _check_save_target(args.save, [args.answers, args.paste])
     result = read_sources(kb, [args.paste], lang, DEFAULT_MAX_BYTES) if args.paste else None
-    if result is None or not result.findings:  # the error the description quotes, as the
-        result = error_quoted(kb, "\n".join(said)) or result  # session takes it (interview.py)
     start = Interview.start(kb, result)
+    if not start.found_error:  # the error the description quotes, taken as the session does
+        start.take_quoted_error("\n".join(said))
+        result = start.triage
     # nothing pasted: the modules the answers name (a session's answers without its paste)
     modules = start.modules if result is not None else modules_in_answers(kb, answers)
     # in the session's order: the description, the answers, then details typed afterwards

@@ -734,6 +734,7 @@ def _finding_facts(kb: KnowledgeBase, f, lang: str, full: bool = True) -> list[t
 # a 256 KiB name or of 100,000 names (the terminal's wrapping is quadratic in a line's length)
 SHOWN_NAME_CHARS = 120
 SHOWN_PATH_CHARS = 240
+SHOWN_RAISED_CHARS = 160  # the exception line of a paste no family knows
 
 
 def _place(source: str, line: int) -> str:

@@ -20,13 +20,13 @@ def default_family(kb) -> str:
     return kb.engine["default_family"]
 
 
-def error_quoted(kb, text: str, source: str = "<description>"):
-    """The triage of a text that quotes a known error or warning ("I get Expected to mark a
-    variable ready only once when ..."), None when it holds none (then a description tells of
-    the usual error)."""
+def error_quoted(kb, text: str):
+    """The triage of a description that quotes a known error or warning ("I get Expected to
+    mark a variable ready only once when ..."), None when it holds none (then it tells of the
+    usual error)."""
     from ..reading.triage import triage_text
 
-    found = triage_text(kb, text, source)
+    found = triage_text(kb, text, "<description>")
     return found if found.findings else None
 
 

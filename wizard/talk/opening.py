@@ -36,14 +36,15 @@ class Opening:
     def not_covered(self, text: str | None) -> None:
         """Say plainly that the paste is no error this tool knows, the exception it raised
         instead (if it shows one), and what this tool does know."""
-        from ..output.render import _Out
+        from ..common.foreign import shorten
+        from ..output.render import SHOWN_RAISED_CHARS, _Out
         from ..reading.post import split_post
 
         out = _Out(self.kb, self.lang, self.console)
         out.para(self.t("session_paste_unknown"), style="yellow")
         raised = split_post(text).raised if text else None
         if raised:
-            shown = raised if len(raised) <= 160 else raised[:157] + "..."
+            shown = shorten(raised, SHOWN_RAISED_CHARS)
             out.para(self.t("session_paste_raised", error=shown))
         titles = [f.title.get(self.lang) for f in self.kb.families]
         out.para(self.t("session_covered", families=self.t("list_separator").join(titles)))
