@@ -494,6 +494,34 @@ def test_the_quoted_error_is_named_when_it_is_another_one():
     assert has_chinese(chinese.out.splitlines()[0]) and "torch.OutOfMemoryError" in chinese.out
 
 
+@pytest.mark.parametrize(
+    "text, named",
+    [
+        (
+            "When I run train.py, the terminal reports `RuntimeError: Default process group has "
+            "not been initialized, please make sure to call init_process_group.` How can I solve "
+            "this problem?",
+            "RuntimeError: Default process group has not been initialized, please make sure to "
+            "call init_process_group.",
+        ),
+        (
+            "训练到一半报错 torch.OutOfMemoryError: CUDA out of memory，请问怎么解决？",
+            "torch.OutOfMemoryError: CUDA out of memory",
+        ),
+    ],
+    ids=["en backticks", "zh inline"],
+)
+def test_an_error_a_sentence_quotes_is_named_when_it_is_another_one(text, named):
+    """No log line to split off: the exception is written into the question itself. It is
+    said to be none ddp-doctor knows, naming it, not answered with readings of a fix the text
+    never asks about."""
+    result = ask(text)
+    assert result.returncode == 1, result.out
+    assert named in result.out.splitlines()[0], result.out
+    data = json.loads(ask(text, "--json").out)
+    assert data["status"] == "no_known_error" and not data.get("candidates"), data
+
+
 def test_a_question_beside_another_error_is_still_answered():
     text = f"```\n{OOM_LOG}```\n\nDoes find_unused_parameters=True use more memory?"
     data = json.loads(ask(text, "--json").out)

@@ -506,6 +506,10 @@ def test_a_post_names_the_exception_its_log_raised():
     post = split_post("It breaks:\n[rank0]: torch.OutOfMemoryError: CUDA out of memory\nHelp?")
     assert post.raised == "[rank0]: torch.OutOfMemoryError: CUDA out of memory"
     assert split_post("Training is slow with find_unused_parameters=True.").raised is None
+    quoted = split_post('It says "ValueError: expected 4D input (got 3D)". Any idea?')
+    assert quoted.raised == "ValueError: expected 4D input (got 3D)"
+    assert split_post("RuntimeError when I wrap two models in DDP").raised is None
+    assert split_post("Error: it broke again, why?").raised is None
 
 
 def test_a_quoted_python_prompt_and_quoted_prose_keep_their_kind():

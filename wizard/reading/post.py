@@ -36,6 +36,13 @@ _RAISED = re.compile(
     r"^\s*(?:\[(?:rank|default)\d*\]:?\s*)?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\b:",
     re.MULTILINE,
 )
+# ... or one a sentence quotes ('terminal reported `RuntimeError: Default process group has not
+# been initialized ...`'): its name with a colon and a message, up to the quote's end or the
+# question after it (a title such as "RuntimeError when using two models" names no message, and
+# "Error: ..." no exception)
+_RAISED_IN_PROSE = re.compile(
+    r"(?<![\w.])(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): +[^\s`'\"“”‘’][^`\"“”?？，。！]*"
+)
 # a Markdown quote's marker: "> [rank0]: RuntimeError: ..." is the log line it quotes (">>> "
 # stays a Python prompt)
 _UNQUOTED = re.compile(r"^\s*>(?!>) ?")
@@ -59,9 +66,13 @@ class Post:
 
     @property
     def raised(self) -> str | None:
-        """The first line of the log it quotes that says a program raised an exception."""
+        """The first line of the log it quotes that says a program raised an exception, else the
+        first exception a sentence quotes with its message."""
         found = _RAISED.search(self.log)
-        return self.log[found.start() :].split("\n", 1)[0].strip() if found else None
+        if found:
+            return self.log[found.start() :].split("\n", 1)[0].strip()
+        quoted = _RAISED_IN_PROSE.search(self.prose)
+        return quoted.group(0).strip() if quoted else None
 
 
 def split_post(text: str) -> Post:
