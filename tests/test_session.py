@@ -531,6 +531,26 @@ def test_an_error_quoted_in_the_description_is_the_one_diagnosed():
     assert f"Found: {title}" in text.replace("`", ""), text
 
 
+OOM_STORY = "Training stops with torch.OutOfMemoryError: CUDA out of memory, what can I do?"
+
+
+@pytest.mark.parametrize("go_on", [False, True], ids=["stop", "go on"])
+def test_a_description_quoting_another_error_says_so_before_any_question(go_on):
+    """No paste, and the description quotes an exception that is no DDP error: the session
+    names it as one it cannot diagnose instead of asking about the usual error; the user may
+    still go on with those questions."""
+    keys = ENTER + OOM_STORY + ENTER + ("y" if go_on else "n")
+    code, screen = drive(keys + CTRL_C, "en")
+    text = flat(screen)
+    assert "quoted, torch.OutOfMemoryError: CUDA out of memory, is not one ddp-doctor" in text
+    asked = KB.question("step_pattern").help.get("en")  # printed above the first question
+    if go_on:
+        assert asked in text, text
+    else:
+        assert code == 1 and asked not in text, text
+        assert "Nothing to diagnose" in text
+
+
 def test_an_answers_file_whose_description_quotes_the_error_diagnoses_it(tmp_path):
     answers = tmp_path / "answers.yaml"
     answers.write_text(yaml.safe_dump({"said": READY_TWICE}), encoding="utf-8")

@@ -38,10 +38,11 @@ _RAISED = re.compile(
 )
 # ... or one a sentence quotes ('terminal reported `RuntimeError: Default process group has not
 # been initialized ...`'): its name with a colon and a message, up to the quote's end or the
-# question after it (a title such as "RuntimeError when using two models" names no message, and
-# "Error: ..." no exception)
+# question after it (", what can I do?"); a title such as "RuntimeError when using two models"
+# names no message, and "Error: ..." no exception
 _RAISED_IN_PROSE = re.compile(
-    r"(?<![\w.])(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): +[^\s`'\"“”‘’][^`\"“”?？，。！]*"
+    r"(?<![\w.])(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): +[^\s`'\"“”‘’]"
+    r"(?:(?!,\s*(?i:what|how|why|any|can|could|does|do|should|is there)\b)[^`\"“”?？，。！])*"
 )
 # a Markdown quote's marker: "> [rank0]: RuntimeError: ..." is the log line it quotes (">>> "
 # stays a Python prompt)

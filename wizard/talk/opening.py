@@ -46,20 +46,24 @@ class Opening:
         if raised:
             shown = shorten(raised, SHOWN_RAISED_CHARS)
             out.para(self.t("session_paste_raised", error=shown))
-        titles = [f.title.get(self.lang) for f in self.kb.families]
-        out.para(self.t("session_covered", families=self.t("list_separator").join(titles)))
+        self.say_covered(out)
 
-    def describe(self, state: Interview) -> None:
+    def describe(self, state: Interview) -> bool:
+        """The problem told in a sentence, and what was read from it; False when it quotes
+        an error no family knows and the user would rather stop than go on as if it were
+        the usual DDP error."""
         text = self.prompts.ask_text(self.t("session_describe_prompt"))
         if not text.strip():
-            return
+            return True
         quoted_before = state.found_error
         found = state.describe(text)
         if state.found_error and not quoted_before:  # the description quotes the error
             self.show_findings(state.triage)
+        if state.other_error and not state.found_error:
+            return self.quoted_another(state.other_error)
         if not found:
             self.console.print(self.t("session_describe_nothing"), style="dim")
-            return
+            return True
         self.console.print(self.t("session_describe_understood"), style="green")
         for question, option in explain_facts(self.kb, found):
             line = f"  ✓ {question.text.get(self.lang)} → {option.label.get(self.lang)}"
@@ -69,6 +73,23 @@ class Opening:
 
             says = named_says(name_rules(self.kb), found[NAMED_MODULES]).get(self.lang)
             self.console.print(f"  ✓ {says}", style="dim", markup=False)
+        return True
+
+    def quoted_another(self, error: str) -> bool:
+        """The description quotes an exception that is no DDP error this tool knows: said,
+        naming it, and the user chooses whether to go on with the usual error's questions."""
+        from ..common.foreign import shorten
+        from ..output.render import SHOWN_RAISED_CHARS, _Out
+
+        out = _Out(self.kb, self.lang, self.console)
+        shown = shorten(error, SHOWN_RAISED_CHARS)
+        out.para(self.t("ask_another_error", error=shown), style="yellow")
+        self.say_covered(out)
+        return self.prompts.ask_confirm(self.t("session_go_on_anyway"), default=False)
+
+    def say_covered(self, out) -> None:
+        titles = [f.title.get(self.lang) for f in self.kb.families]
+        out.para(self.t("session_covered", families=self.t("list_separator").join(titles)))
 
     def show_findings(self, result) -> None:
         from ..output.render import grouped_findings

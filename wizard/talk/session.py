@@ -77,8 +77,9 @@ class _Session:
         ):
             self.console.print(self.t("session_not_covered_bye"), style="dim")
             return ExitCode.NO_ERROR_FOUND
-        if not state.found_error:
-            self.opening.describe(state)
+        if not state.found_error and not self.opening.describe(state):
+            self.console.print(self.t("session_not_covered_bye"), style="dim")
+            return ExitCode.NO_ERROR_FOUND
         self.interview(state)
         diagnosis = state.diagnose()
         self.delivery.report(diagnosis)
