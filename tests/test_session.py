@@ -551,6 +551,17 @@ def test_a_description_quoting_another_error_says_so_before_any_question(go_on):
         assert "Nothing to diagnose" in text
 
 
+def test_after_a_paste_of_another_error_the_description_is_not_asked_about_twice():
+    """The user pasted the OOM error and chose to describe the problem instead: a description
+    that names the same exception again goes straight on to the questions."""
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    keys = paste(oom) + "y" + OOM_STORY + ENTER
+    _, screen = drive(keys + CTRL_C, "en")
+    text = flat(screen)
+    assert "is not one ddp-doctor can diagnose" not in text, text
+    assert KB.question("step_pattern").help.get("en") in text, text
+
+
 def test_an_answers_file_whose_description_quotes_the_error_diagnoses_it(tmp_path):
     answers = tmp_path / "answers.yaml"
     answers.write_text(yaml.safe_dump({"said": READY_TWICE}), encoding="utf-8")

@@ -59,7 +59,7 @@ class Opening:
         found = state.describe(text)
         if state.found_error and not quoted_before:  # the description quotes the error
             self.show_findings(state.triage)
-        if state.other_error and not state.found_error:
+        if state.other_error and state.triage is None:  # (after a paste, already asked)
             return self.quoted_another(state.other_error)
         if not found:
             self.console.print(self.t("session_describe_nothing"), style="dim")
