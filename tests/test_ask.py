@@ -481,6 +481,7 @@ def test_a_post_quoting_another_error_is_not_diagnosed_as_a_ddp_one(text):
     data = json.loads(result.out)
     assert result.returncode == 1, result.out
     assert data["status"] == "no_known_error" and not data["causes"] and not data["fixes"]
+    assert "torch.OutOfMemoryError: CUDA out of memory" in data["raised"]
     shown = ask(text)
     assert "diagnosis" not in shown.out and "诊断报告" not in shown.out, shown.out
 
@@ -520,6 +521,7 @@ def test_an_error_a_sentence_quotes_is_named_when_it_is_another_one(text, named)
     assert named in result.out.splitlines()[0], result.out
     data = json.loads(ask(text, "--json").out)
     assert data["status"] == "no_known_error" and not data.get("candidates"), data
+    assert data["raised"] == named  # for scripts, as the text names it
 
 
 def test_a_question_beside_another_error_is_still_answered():

@@ -219,13 +219,17 @@ def _emit(kb, args, diagnosis, lang: str, fmt: str) -> None:
     emit(kb, diagnosis, lang, fmt, full=full, more=tr(kb, "more_how_all", lang))
 
 
-def _no_error_found(kb, lang: str, fmt: str, result) -> int:
+def _no_error_found(kb, lang: str, fmt: str, result, raised: str | None = None) -> int:
+    """`triage`'s answer to a text holding no known error; in JSON, `ask` adds the exception
+    the text quotes instead (`raised`), as its markdown names it."""
     from ..common.i18n import tr
     from ..common.record import replace
-    from ..output.render import emit
+    from ..output.render import build_report, to_json_data
     from ..reasoning.engine import diagnose
 
     if fmt == "json":
+        from ..common.foreign import dumps
+
         # no error, nothing to rank: the priors alone are no diagnosis (issue 11), and no
         # answer to a question about an error nobody had leads to a fix
         empty = replace(
@@ -237,7 +241,10 @@ def _no_error_found(kb, lang: str, fmt: str, result) -> int:
             conditional=(),
             splitting_question=None,
         )
-        emit(kb, empty, lang, fmt)
+        data = to_json_data(build_report(kb, empty, lang))
+        if raised is not None:
+            data["raised"] = raised
+        sys.stdout.write(dumps(data) + "\n")
     else:
         sys.stdout.write(tr(kb, "no_known_error", lang) + "\n")
         sys.stdout.write(tr(kb, "no_known_error_hint", lang) + "\n")
@@ -252,7 +259,7 @@ def _another_error(kb, lang: str, fmt: str, result, raised: str) -> int:
     from ..output.render import SHOWN_RAISED_CHARS
 
     if fmt == "json":
-        return _no_error_found(kb, lang, fmt, result)
+        return _no_error_found(kb, lang, fmt, result, raised)
     shown = shorten(raised, SHOWN_RAISED_CHARS)
     families = tr(kb, "list_separator", lang).join(f.title.get(lang) for f in kb.families)
     sys.stdout.write(tr(kb, "ask_another_error", lang, error=shown) + "\n")
@@ -309,7 +316,9 @@ def cmd_ask(kb, args, lang: str) -> int:
     found_error = bool(result and result.findings)
     if not found_error and post.log and not post.sentences:
         # a log alone, holding no error ddp-doctor knows: said as `triage` says it, never
-        # diagnosed from the framework its stack frames name
+        # diagnosed from the framework its stack frames name; named if it raised another one
+        if post.raised:
+            return _another_error(kb, lang, fmt, result or in_log, post.raised)
         return _no_error_found(kb, lang, fmt, result or in_log)
     if not found_error and _answer_several(kb, post, asking, lang, fmt):
         return ExitCode.OK
