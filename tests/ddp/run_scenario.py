@@ -4,7 +4,8 @@
     python tests/ddp/run_scenario.py --scenario unused_module --fix find_unused_parameters
 
 Under torchrun it uses the RANK/WORLD_SIZE/MASTER_* environment; otherwise it spawns
---world-size processes itself with torch.multiprocessing.spawn. gloo on CPU, 127.0.0.1.
+--world-size processes itself with torch.multiprocessing (forked, as mp.spawn runs them
+otherwise). gloo on CPU, 127.0.0.1.
 It prints one line per rank per step and dies with the real error, untouched.
 """
 
@@ -173,7 +174,14 @@ def main(argv=None) -> None:
         return
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", str(free_port()))
-    torch.multiprocessing.spawn(_spawned, args=(args.world_size, args), nprocs=args.world_size)
+    if env:
+        dist.set_debug_level_from_env()  # forked ranks inherit the level; they do not re-read it
+    # forked, not spawned: the ranks inherit the imported torch instead of importing it again
+    # (~1.5 s each, most of a job's time; the test suite runs hundreds of jobs). What a rank
+    # raises reaches the parent as it does under mp.spawn (the same ProcessRaisedException).
+    torch.multiprocessing.start_processes(
+        _spawned, args=(args.world_size, args), nprocs=args.world_size, start_method="fork"
+    )
 
 
 if __name__ == "__main__":
