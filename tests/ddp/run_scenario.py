@@ -167,15 +167,13 @@ def main(argv=None) -> None:
     env, debug_api = sc.job_environment(args.scenario, sc.parse_fixes(args.fix))
     os.environ.update(env)
     args.debug_api = args.debug_api or debug_api
-    if env and under_torchrun():
-        dist.set_debug_level_from_env()  # the ranks already imported it: read it again
+    if env:  # torchrun's ranks imported it already, and forked ranks inherit it: read it again
+        dist.set_debug_level_from_env()
     if under_torchrun():
         train(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args)
         return
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", str(free_port()))
-    if env:
-        dist.set_debug_level_from_env()  # forked ranks inherit the level; they do not re-read it
     # forked, not spawned: the ranks inherit the imported torch instead of importing it again
     # (~1.5 s each, most of a job's time; the test suite runs hundreds of jobs). What a rank
     # raises reaches the parent as it does under mp.spawn (the same ProcessRaisedException).

@@ -254,15 +254,13 @@ def _no_error_found(kb, lang: str, fmt: str, result, raised: str | None = None) 
 def _another_error(kb, lang: str, fmt: str, result, raised: str) -> int:
     """A post quoting an error that is none of the known ones: said so, naming it, with what
     ddp-doctor does know; never diagnosed from what its prose and stack frames tell."""
-    from ..common.foreign import shorten
     from ..common.i18n import tr
-    from ..output.render import SHOWN_RAISED_CHARS
+    from ..output.render import known_families, shown_raised
 
     if fmt == "json":
         return _no_error_found(kb, lang, fmt, result, raised)
-    shown = shorten(raised, SHOWN_RAISED_CHARS)
-    families = tr(kb, "list_separator", lang).join(f.title.get(lang) for f in kb.families)
-    sys.stdout.write(tr(kb, "ask_another_error", lang, error=shown) + "\n")
+    sys.stdout.write(tr(kb, "ask_another_error", lang, error=shown_raised(raised)) + "\n")
+    families = known_families(kb, lang)
     sys.stdout.write(tr(kb, "session_covered", lang, families=families) + "\n")
     return ExitCode.NO_ERROR_FOUND
 

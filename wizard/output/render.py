@@ -737,6 +737,16 @@ SHOWN_PATH_CHARS = 240
 SHOWN_RAISED_CHARS = 160  # the exception line of a paste no family knows
 
 
+def shown_raised(line: str) -> str:
+    """The exception line of a text no family knows, as `ask` and the session show it."""
+    return shorten(line, SHOWN_RAISED_CHARS)
+
+
+def known_families(kb: KnowledgeBase, lang: str) -> str:
+    """The titles of the errors ddp-doctor knows, as one list within a sentence."""
+    return tr(kb, "list_separator", lang).join(f.title.get(lang) for f in kb.families)
+
+
 def _place(source: str, line: int) -> str:
     """`file:line` of a log or a frame, its path cut in the middle when very long."""
     return f"{shorten(source, SHOWN_PATH_CHARS)}:{line}"

@@ -55,9 +55,6 @@ class Interview:
     # keeps them, with the description, to replay the facts in the session's order
     said_later: list[str] = field(default_factory=list)
     history: list[Step] = field(default_factory=list)
-    # an exception the description quotes that is none of the known errors ("CUDA out of
-    # memory"): the session says so rather than diagnose the usual error from the story
-    other_error: str | None = None
 
     @classmethod
     def start(
@@ -109,18 +106,12 @@ class Interview:
 
     def take_quoted_error(self, text: str) -> None:
         """The error a description quotes ("I get Expected to mark a variable ready only
-        once when ..."), taken as if pasted: its family, not the usual one, is diagnosed. An
-        exception no family knows is kept in `other_error`."""
+        once when ..."), taken as if pasted: its family, not the usual one, is diagnosed."""
         quoted = error_quoted(self.kb, text)
         if quoted is not None:
             self.triage = quoted
             self.facts.update(quoted.facts)
             self.modules = tuple(quoted.unused_modules)
-            self.other_error = None
-        else:
-            from ..reading.post import split_post
-
-            self.other_error = split_post(text).raised
 
     def next_question(self) -> AskedQuestion | None:
         answered = [step.asked.key for step in self.history]

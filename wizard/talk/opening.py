@@ -36,16 +36,14 @@ class Opening:
     def not_covered(self, text: str | None) -> None:
         """Say plainly that the paste is no error this tool knows, the exception it raised
         instead (if it shows one), and what this tool does know."""
-        from ..common.foreign import shorten
-        from ..output.render import SHOWN_RAISED_CHARS, _Out
+        from ..output.render import _Out, shown_raised
         from ..reading.post import split_post
 
         out = _Out(self.kb, self.lang, self.console)
         out.para(self.t("session_paste_unknown"), style="yellow")
         raised = split_post(text).raised if text else None
         if raised:
-            shown = shorten(raised, SHOWN_RAISED_CHARS)
-            out.para(self.t("session_paste_raised", error=shown))
+            out.para(self.t("session_paste_raised", error=shown_raised(raised)))
         self.say_covered(out)
 
     def describe(self, state: Interview) -> bool:
@@ -59,8 +57,12 @@ class Opening:
         found = state.describe(text)
         if state.found_error and not quoted_before:  # the description quotes the error
             self.show_findings(state.triage)
-        if state.other_error and state.triage is None:  # (after a paste, already asked)
-            return self.quoted_another(state.other_error)
+        if state.triage is None:  # nothing pasted (after a paste of another error: asked)
+            from ..reading.post import split_post
+
+            raised = split_post(text).raised  # an exception no family knows, quoted
+            if raised:
+                return self.quoted_another(raised)
         if not found:
             self.console.print(self.t("session_describe_nothing"), style="dim")
             return True
@@ -78,18 +80,17 @@ class Opening:
     def quoted_another(self, error: str) -> bool:
         """The description quotes an exception that is no DDP error this tool knows: said,
         naming it, and the user chooses whether to go on with the usual error's questions."""
-        from ..common.foreign import shorten
-        from ..output.render import SHOWN_RAISED_CHARS, _Out
+        from ..output.render import _Out, shown_raised
 
         out = _Out(self.kb, self.lang, self.console)
-        shown = shorten(error, SHOWN_RAISED_CHARS)
-        out.para(self.t("ask_another_error", error=shown), style="yellow")
+        out.para(self.t("ask_another_error", error=shown_raised(error)), style="yellow")
         self.say_covered(out)
         return self.prompts.ask_confirm(self.t("session_go_on_anyway"), default=False)
 
     def say_covered(self, out) -> None:
-        titles = [f.title.get(self.lang) for f in self.kb.families]
-        out.para(self.t("session_covered", families=self.t("list_separator").join(titles)))
+        from ..output.render import known_families
+
+        out.para(self.t("session_covered", families=known_families(self.kb, self.lang)))
 
     def show_findings(self, result) -> None:
         from ..output.render import grouped_findings
