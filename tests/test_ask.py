@@ -304,6 +304,22 @@ def test_a_statement_naming_only_the_fix_and_what_is_asked_is_answered(text, fix
 
 
 @pytest.mark.parametrize(
+    ("text", "fix"),
+    [
+        ("Our fork now passes broadcast_buffers through to DDP.", "broadcast_buffers_false"),
+        ("有人说 broadcast_buffers 这个参数很重要。", "broadcast_buffers_false"),
+        ("The no_sync context manager skips the gradient all-reduce.", "no_sync_first_backward"),
+    ],
+)
+def test_a_statement_about_the_fix_alone_is_answered_about_it(text, fix):
+    """A statement that names a fix and nothing else the lexicon reads, with no error told,
+    gets the answer about that fix: before, it was diagnosed as a set-up that told nothing."""
+    data = json.loads(ask(text, "--json").out)
+    assert data["kind"] == "answer", data
+    assert data["fixes"][0] == fix
+
+
+@pytest.mark.parametrize(
     ("text", "fact", "value"),
     [
         # the words around the option tell more than its name: the set-up, with its facts

@@ -449,8 +449,13 @@ def _what_is_asked(  # noqa: PLR0913
     # training slower"); a description telling the set-up besides is diagnosed. The words that
     # name the fix tell nothing besides here ("comparing the memory cost of use_reentrant=False
     # and True"): a statement needs that strong cue, where an instruction needs only its verb.
+    # A statement that reads as nothing at all but the fix's name, and reports no error, is
+    # about the fix too ("to_ddp() now accepts a broadcast_buffers parameter", pull-request
+    # text): there is nothing else in it to diagnose.
+    about_the_fix_alone = not found and not lexicon.error_report.spans(doc)
     if not is_question and (
-        _told_besides(lexicon, doc, found, intent) or not _says_what_is_asked(lexicon, doc, quoted)
+        _told_besides(lexicon, doc, found, intent)
+        or not (_says_what_is_asked(lexicon, doc, quoted) or about_the_fix_alone)
     ):
         intent = None
     return _Asked(intent, is_question, instruction, reports_error)
