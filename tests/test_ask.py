@@ -320,6 +320,53 @@ def test_a_statement_about_the_fix_alone_is_answered_about_it(text, fix):
 
 
 @pytest.mark.parametrize(
+    ("text", "fix"),
+    [
+        (
+            "PyTorch's docs recommend use_reentrant=False for gradient checkpointing under DDP.",
+            "checkpoint_non_reentrant",
+        ),
+        (
+            "Wrapping the micro-batches in no_sync skips the all-reduce during gradient accumulation.",
+            "no_sync_first_backward",
+        ),
+        (
+            "The static_graph option lets DDP reuse the graph it recorded in the first iteration.",
+            "static_graph",
+        ),
+    ],
+)
+def test_a_statement_about_a_fix_in_general_is_answered_about_it(text, fix):
+    """Prose about a fix with no first person and no problem told (pull-request text, a line
+    of the docs) is about the fix, even where it says what the fix is for ("for gradient
+    checkpointing"): it tells no set-up of the writer's to diagnose."""
+    data = json.loads(ask(text, "--json").out)
+    assert data["kind"] == "answer", data
+    assert data["fixes"][0] == fix
+
+
+@pytest.mark.parametrize(
+    ("text", "fact"),
+    [
+        # the first person: the writer's own set-up
+        (
+            "We pass use_reentrant=False for gradient checkpointing in our trainer.",
+            "gradient_checkpointing",
+        ),
+        # a problem told in general
+        (
+            "Gradient checkpointing with use_reentrant=True is incompatible with DDP in this repo.",
+            "gradient_checkpointing",
+        ),
+    ],
+)
+def test_a_statement_of_ones_own_set_up_or_a_problem_is_diagnosed(text, fact):
+    data = json.loads(ask(text, "--json").out)
+    assert data["kind"] == "diagnosis", data
+    assert fact in data["facts"]
+
+
+@pytest.mark.parametrize(
     ("text", "fact", "value"),
     [
         # the words around the option tell more than its name: the set-up, with its facts

@@ -100,3 +100,12 @@ def test_the_check_sees_a_fact_nothing_sets():
     assert "static_graph_enabled" in settable()
     assert "a_fact_no_rule_sets" not in settable()
     assert _keys({"any": [{"a": 1}, {"b": 2}], "c": 3}) == {"a", "b", "c"}
+
+
+def test_a_topics_context_names_readings_of_the_lexicon():
+    """`context` (lexicon.yaml topics) lists the readings that prose about the fix in general
+    may hold without telling a set-up; an id no reading has would never match, so it is dead."""
+    lexicon = _yaml("lexicon.yaml")
+    readings = {reading["id"] for reading in lexicon["readings"]}
+    for topic in lexicon.get("topics") or []:
+        assert set(topic.get("context") or ()) <= readings, (topic["id"], topic.get("context"))

@@ -208,6 +208,7 @@ class _Topic:
     implies: Mapping[str, Any]  # facts naming it implies when asked why it "still fails"
     words: _Words  # any of these names it
     spelled: _Words  # its option as written in code: a reading of these alone tells no set-up
+    context: frozenset[str]  # readings a statement about it in general may hold besides
 
 
 @dataclass(frozen=True)
@@ -225,6 +226,8 @@ class _Lexicon:
     message_reference: _Words
     quoted_message: _Words
     error_report: _Words
+    own_setup: _Words
+    problem: _Words
     topics: tuple[_Topic, ...]
     aspects: tuple[tuple[str, _Words, _Words, _Words], ...]  # id; strong, weak, opening cues
 
@@ -243,6 +246,8 @@ _CUE_LISTS = (
     "message_reference",
     "quoted_message",
     "error_report",
+    "own_setup",
+    "problem",
 )
 
 
@@ -289,6 +294,7 @@ def _compile(kb: KnowledgeBase) -> _Lexicon:
                 implies=dict(topic.get("implies") or {}),
                 words=_words(_expanded(raw, terms, topic["match"])),
                 spelled=_words(_expanded(raw, terms, topic.get("spelled") or [])),
+                context=frozenset(topic.get("context") or ()),
             )
         )
     lexicon = _Lexicon(
@@ -449,16 +455,65 @@ def _what_is_asked(  # noqa: PLR0913
     # training slower"); a description telling the set-up besides is diagnosed. The words that
     # name the fix tell nothing besides here ("comparing the memory cost of use_reentrant=False
     # and True"): a statement needs that strong cue, where an instruction needs only its verb.
-    # A statement that reads as nothing at all but the fix's name, and reports no error, is
-    # about the fix too ("to_ddp() now accepts a broadcast_buffers parameter", pull-request
-    # text): there is nothing else in it to diagnose.
+    # Two statements are about the fix without a cue: one that reads as nothing at all but the
+    # fix's name and reports no error ("to_ddp() now accepts a broadcast_buffers parameter"),
+    # and one that speaks of the fix in general, prose with no first person and no problem
+    # told ("PyTorch now recommends use_reentrant=False for gradient checkpointing"), where
+    # what the fix is for (its topic's `context`) tells no set-up of the writer's. A text known
+    # to describe the set-up (the session's "describe it") speaks of no fix in general.
     about_the_fix_alone = not found and not lexicon.error_report.spans(doc)
-    if not is_question and (
-        _told_besides(lexicon, doc, found, intent)
-        or not (_says_what_is_asked(lexicon, doc, quoted) or about_the_fix_alone)
-    ):
+    about_the_fix = not _told_besides(lexicon, doc, found, intent) and (
+        _says_what_is_asked(lexicon, doc, quoted) or about_the_fix_alone
+    )
+    in_general = instructions and _in_general(lexicon, doc, found, quoted, intent)
+    if not is_question and not about_the_fix and not in_general:
         intent = None
     return _Asked(intent, is_question, instruction, reports_error)
+
+
+# a statement in general is prose: this many words at least, not counting code
+# ("--ddp_find_unused_parameters True", "find_unused_parameters defaults to False" are a set-up)
+GENERAL_MIN_WORDS = 6
+_PROSE_WORD = re.compile(r"(?<![\w./='`-])[A-Za-z][a-z]*(?:'[a-z]+)?(?![\w./=(`-])")
+
+
+def _in_general(lexicon: _Lexicon, doc: _Doc, found, quoted, intent: Intent | None) -> bool:
+    """Whether a statement speaks of the fix it names in general: prose quoting no message (a
+    warning quoted is PyTorch speaking, and read as such), with no word of the writer's own
+    set-up (`own_setup`), no error, failure or problem told (`error_report`, `problem`, the
+    still-fails aspect's cues), and no reading but what the fix is for (`context`) or what
+    naming it implies: here the fix's own words tell the set-up too ("with use_reentrant=True")."""
+    if intent is None:
+        return False
+    still_fails = next((w for a, w, _, _ in lexicon.aspects if a == "still_fails"), None)
+    if (
+        quoted
+        or len(_PROSE_WORD.findall(doc.text)) < GENERAL_MIN_WORDS
+        or lexicon.own_setup.spans(doc)
+        or lexicon.error_report.spans(doc)
+        or lexicon.problem.spans(doc)
+        or (still_fails is not None and _cued(still_fails, doc, quoted))
+    ):
+        return False
+    context = _context(lexicon, doc, intent)
+    implied = set(intent.on_facts)
+    return all(
+        r.confidence < USE_THRESHOLD or r.id in context or set(r.facts) <= implied for r in found
+    )
+
+
+def _context(lexicon: _Lexicon, doc: _Doc, intent: Intent) -> frozenset[str]:
+    """The readings of what the fixes a statement names are for (`context`): "use_reentrant=
+    False for gradient checkpointing" tells no set-up. A topic that has an option to spell counts
+    only where the text spells it: "gradient_checkpointing" alone names the set-up, not the fix."""
+    return frozenset().union(
+        *(
+            t.context
+            for t in lexicon.topics
+            if t.id in intent.topics
+            and (not t.spelled.phrases + t.spelled.regexes or t.spelled.spans(doc))
+        )
+    )
 
 
 def _told_besides(
