@@ -293,6 +293,13 @@ def test_the_same_words_told_as_the_description_are_the_set_up(tmp_path):
             "cost",
         ),
         ("use_reentrant=False made every step slower", "checkpoint_non_reentrant", "cost"),
+        # what the fix is for (its topic's `context`) tells no set-up either
+        (
+            "Comparing the memory cost of use_reentrant=False and use_reentrant=True with "
+            "gradient checkpointing on.",
+            "checkpoint_non_reentrant",
+            "cost",
+        ),
     ],
 )
 def test_a_statement_naming_only_the_fix_and_what_is_asked_is_answered(text, fix, aspect):

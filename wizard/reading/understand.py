@@ -460,9 +460,13 @@ def _what_is_asked(  # noqa: PLR0913
     # and one that speaks of the fix in general, prose with no first person and no problem
     # told ("PyTorch now recommends use_reentrant=False for gradient checkpointing"), where
     # what the fix is for (its topic's `context`) tells no set-up of the writer's. A text known
-    # to describe the set-up (the session's "describe it") speaks of no fix in general.
+    # to describe the set-up (the session's "describe it") speaks of no fix in general. What the
+    # fix is for tells no set-up besides it in either ("the memory cost of use_reentrant=False
+    # and True with gradient checkpointing").
     about_the_fix_alone = not found and not lexicon.error_report.spans(doc)
-    about_the_fix = not _told_besides(lexicon, doc, found, intent) and (
+    context = _context(lexicon, doc, intent) if intent is not None else frozenset()
+    besides_context = [r for r in found if r.id not in context]
+    about_the_fix = not _told_besides(lexicon, doc, besides_context, intent) and (
         _says_what_is_asked(lexicon, doc, quoted) or about_the_fix_alone
     )
     in_general = instructions and _in_general(lexicon, doc, found, quoted, intent)
