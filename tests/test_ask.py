@@ -374,6 +374,20 @@ def test_a_statement_of_ones_own_set_up_or_a_problem_is_diagnosed(text, fact):
 
 
 @pytest.mark.parametrize(
+    ("text", "aspect"),
+    [
+        ("Is it safe to skip the gradient all-reduce on accumulation steps?", "safe"),
+        ("梯度累积的时候跳过梯度同步会影响精度吗？", "safe"),
+        ("How much faster is it to sync only on the last micro-batch?", "cost"),
+    ],
+)
+def test_what_no_sync_does_said_without_its_name_is_about_no_sync(text, aspect):
+    data = json.loads(ask(text, "--json").out)
+    assert data["kind"] == "answer", data
+    assert data["fixes"][0] == "no_sync_first_backward" and data["aspect"] == aspect
+
+
+@pytest.mark.parametrize(
     ("text", "fact", "value"),
     [
         # the words around the option tell more than its name: the set-up, with its facts
