@@ -593,8 +593,21 @@ def test_the_quoted_error_is_named_when_it_is_another_one():
             "训练到一半报错 torch.OutOfMemoryError: CUDA out of memory，请问怎么解决？",
             "torch.OutOfMemoryError: CUDA out of memory",
         ),
+        # another error's own message, without the exception's name (an issue's title)
+        (
+            "Default process group has not been initialized, please make sure to call "
+            "init_process_group.\n\n请问大家训练时有遇到这样的问题吗",
+            "Default process group has not been initialized, please make sure to call "
+            "init_process_group.",
+        ),
+        (
+            "My run stops with: DDP expects same model across all ranks, but Rank 0 has 128 "
+            "params, while rank 1 has inconsistent 0 params",
+            "My run stops with: DDP expects same model across all ranks, but Rank 0 has 128 "
+            "params, while rank 1 has inconsistent 0 params",
+        ),
     ],
-    ids=["en backticks", "zh inline"],
+    ids=["en backticks", "zh inline", "title without a name", "message without a name"],
 )
 def test_an_error_a_sentence_quotes_is_named_when_it_is_another_one(text, named):
     """No log line to split off: the exception is written into the question itself. It is

@@ -551,6 +551,16 @@ def test_a_description_quoting_another_error_says_so_before_any_question(go_on):
         assert "Nothing to diagnose" in text
 
 
+def test_a_description_quoting_another_errors_message_without_its_name_says_so():
+    """The same for another error's own message typed without the exception's name (as an
+    issue's title gives it): named, not taken for the usual DDP error."""
+    story = "Default process group has not been initialized, please make sure to call it"
+    code, screen = drive(ENTER + story + ENTER + "n" + CTRL_C, "en")
+    text = flat(screen)
+    assert "Default process group has not been initialized" in text
+    assert "is not one ddp-doctor" in text and code == 1, text
+
+
 def test_after_a_paste_of_another_error_the_description_is_not_asked_about_twice():
     """The user pasted the OOM error and chose to describe the problem instead: a description
     that names the same exception again goes straight on to the questions."""

@@ -228,6 +228,7 @@ class _Lexicon:
     error_report: _Words
     own_setup: _Words
     problem: _Words
+    other_error: _Words
     topics: tuple[_Topic, ...]
     aspects: tuple[tuple[str, _Words, _Words, _Words], ...]  # id; strong, weak, opening cues
 
@@ -248,6 +249,7 @@ _CUE_LISTS = (
     "error_report",
     "own_setup",
     "problem",
+    "other_error",
 )
 
 
@@ -584,6 +586,19 @@ def points_at_a_message(kb: KnowledgeBase, text: str) -> bool:
     """Whether the text speaks of an error or warning it does not hold ("the warning
     appears", "报错如下"): then the message itself is what to ask for."""
     return bool(_compile(kb).message_reference.spans(_Doc(text)))
+
+
+def other_error_quoted(kb: KnowledgeBase, text: str) -> str | None:
+    """The line of `text` that quotes another error's own message (`other_error`: "Default
+    process group has not been initialized, ...", "DDP expects same model across all ranks"),
+    as `ask` and the session name it; None when it quotes none."""
+    text = text[:MAX_CHARS]
+    found = _compile(kb).other_error.first(_Doc(text))
+    if found is None:
+        return None
+    start = text.rfind("\n", 0, found) + 1
+    end = text.find("\n", found)
+    return text[start : len(text) if end < 0 else end].strip()
 
 
 def facts_from_text(kb: KnowledgeBase, text: str) -> dict[str, Any]:

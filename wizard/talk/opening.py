@@ -38,10 +38,11 @@ class Opening:
         instead (if it shows one), and what this tool does know."""
         from ..output.render import _Out, shown_raised
         from ..reading.post import split_post
+        from .readers import raised_in
 
         out = _Out(self.kb, self.lang, self.console)
         out.para(self.t("session_paste_unknown"), style="yellow")
-        raised = split_post(text).raised if text else None
+        raised = raised_in(self.kb, split_post(text), text) if text else None
         if raised:
             out.para(self.t("session_paste_raised", error=shown_raised(raised)))
         self.say_covered(out)
@@ -59,8 +60,9 @@ class Opening:
             self.show_findings(state.triage)
         if state.triage is None:  # nothing pasted (after a paste of another error: asked)
             from ..reading.post import split_post
+            from .readers import raised_in
 
-            raised = split_post(text).raised  # an exception no family knows, quoted
+            raised = raised_in(self.kb, split_post(text), text)  # another error, quoted
             if raised:
                 return self.quoted_another(raised)
         if not found:

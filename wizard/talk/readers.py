@@ -60,6 +60,14 @@ def read_post(kb, text: str) -> tuple[Post, list[str]]:
     return post, asking
 
 
+def raised_in(kb, post: Post, text: str) -> str | None:
+    """The other error a text quotes: the exception line of its log or prose (`Post.raised`),
+    else the line holding another error's own message (understand.other_error_quoted)."""
+    from ..reading.understand import other_error_quoted
+
+    return post.raised or other_error_quoted(kb, text)
+
+
 def asked_sentence(kb, post: Post, asking: list[str]) -> str | None:
     """What to answer in a post that asks one question: the first asking sentence that names
     a fix (the lexicon's reading), those ending in a question mark first, with the asking
