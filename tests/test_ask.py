@@ -606,8 +606,14 @@ def test_the_quoted_error_is_named_when_it_is_another_one():
             "My run stops with: DDP expects same model across all ranks, but Rank 0 has 128 "
             "params, while rank 1 has inconsistent 0 params",
         ),
+        (
+            "node1:534:1763 [3] NCCL WARN Mismatched collective detected, please check your "
+            "collective calls at and around rank 3",
+            "node1:534:1763 [3] NCCL WARN Mismatched collective detected, please check your "
+            "collective calls at and around rank 3",
+        ),
     ],
-    ids=["en backticks", "zh inline", "title without a name", "message without a name"],
+    ids=["en backticks", "zh inline", "title without a name", "message without a name", "nccl"],
 )
 def test_an_error_a_sentence_quotes_is_named_when_it_is_another_one(text, named):
     """No log line to split off: the exception is written into the question itself. It is
