@@ -316,19 +316,7 @@ def test_a_statement_naming_only_the_fix_and_what_is_asked_is_answered(text, fix
         ("Our fork now passes broadcast_buffers through to DDP.", "broadcast_buffers_false"),
         ("有人说 broadcast_buffers 这个参数很重要。", "broadcast_buffers_false"),
         ("The no_sync context manager skips the gradient all-reduce.", "no_sync_first_backward"),
-    ],
-)
-def test_a_statement_about_the_fix_alone_is_answered_about_it(text, fix):
-    """A statement that names a fix and nothing else the lexicon reads, with no error told,
-    gets the answer about that fix: before, it was diagnosed as a set-up that told nothing."""
-    data = json.loads(ask(text, "--json").out)
-    assert data["kind"] == "answer", data
-    assert data["fixes"][0] == fix
-
-
-@pytest.mark.parametrize(
-    ("text", "fix"),
-    [
+        # prose about a fix in general, saying what the fix is for ("for gradient checkpointing")
         (
             "PyTorch's docs recommend use_reentrant=False for gradient checkpointing under DDP.",
             "checkpoint_non_reentrant",
@@ -343,10 +331,11 @@ def test_a_statement_about_the_fix_alone_is_answered_about_it(text, fix):
         ),
     ],
 )
-def test_a_statement_about_a_fix_in_general_is_answered_about_it(text, fix):
-    """Prose about a fix with no first person and no problem told (pull-request text, a line
-    of the docs) is about the fix, even where it says what the fix is for ("for gradient
-    checkpointing"): it tells no set-up of the writer's to diagnose."""
+def test_a_statement_about_a_fix_alone_or_in_general_is_answered_about_it(text, fix):
+    """A statement that names a fix and nothing else the lexicon reads, with no error told, and
+    prose about a fix with no first person and no problem told (pull-request text, a line of
+    the docs), even where it says what the fix is for, tell no set-up of the writer's to
+    diagnose: they get the answer about that fix."""
     data = json.loads(ask(text, "--json").out)
     assert data["kind"] == "answer", data
     assert data["fixes"][0] == fix

@@ -312,11 +312,10 @@ def cmd_ask(kb, args, lang: str) -> int:
             whole = _triage(kb, args.text)
             result = _crashes_in(kb, whole)
     found_error = bool(result and result.findings)
-    raised = None if found_error else reading.raised_in(kb, post, args.text)  # another error
     if not found_error and post.log and not post.sentences:
         # a log alone, holding no error ddp-doctor knows: said as `triage` says it, never
         # diagnosed from the framework its stack frames name; named if it raised another one
-        if raised:
+        if raised := reading.raised_in(kb, post, args.text):
             return _another_error(kb, lang, fmt, result or in_log, raised)
         return _no_error_found(kb, lang, fmt, result or in_log)
     if not found_error and _answer_several(kb, post, asking, lang, fmt):
@@ -337,7 +336,7 @@ def cmd_ask(kb, args, lang: str) -> int:
         if answer is not None:
             _print_answer(kb, answer, got, lang, fmt)
             return ExitCode.OK
-        if raised:  # the error it quotes is another one ("CUDA out of memory", ...)
+        if raised := reading.raised_in(kb, post, args.text):  # another one ("CUDA out of ...")
             return _another_error(kb, lang, fmt, result or in_log, raised)
         if not understood.facts and not understood.reports_error:
             _print_not_understood(kb, got, lang, fmt)

@@ -465,15 +465,17 @@ def _what_is_asked(  # noqa: PLR0913
     # to describe the set-up (the session's "describe it") speaks of no fix in general. What the
     # fix is for tells no set-up besides it in either ("the memory cost of use_reentrant=False
     # and True with gradient checkpointing").
-    about_the_fix_alone = not found and not lexicon.error_report.spans(doc)
-    context = _context(lexicon, doc, intent) if intent is not None else frozenset()
-    besides_context = [r for r in found if r.id not in context]
-    about_the_fix = not _told_besides(lexicon, doc, besides_context, intent) and (
-        _says_what_is_asked(lexicon, doc, quoted) or about_the_fix_alone
-    )
-    in_general = instructions and _in_general(lexicon, doc, found, quoted, intent)
-    if not is_question and not about_the_fix and not in_general:
-        intent = None
+    if not is_question and intent is not None:  # (a question keeps its intent: no work here)
+        context = _context(lexicon, doc, intent)
+        about_the_fix = not _told_besides(
+            lexicon, doc, [r for r in found if r.id not in context], intent
+        ) and (
+            _says_what_is_asked(lexicon, doc, quoted)
+            or (not found and not lexicon.error_report.spans(doc))  # the fix's name alone
+        )
+        in_general = instructions and _in_general(lexicon, doc, found, quoted, intent, context)
+        if not about_the_fix and not in_general:
+            intent = None
     return _Asked(intent, is_question, instruction, reports_error)
 
 
@@ -483,14 +485,14 @@ GENERAL_MIN_WORDS = 6
 _PROSE_WORD = re.compile(r"(?<![\w./='`-])[A-Za-z][a-z]*(?:'[a-z]+)?(?![\w./=(`-])")
 
 
-def _in_general(lexicon: _Lexicon, doc: _Doc, found, quoted, intent: Intent | None) -> bool:
+def _in_general(  # noqa: PLR0913
+    lexicon: _Lexicon, doc: _Doc, found, quoted, intent: Intent, context: frozenset[str]
+) -> bool:
     """Whether a statement speaks of the fix it names in general: prose quoting no message (a
     warning quoted is PyTorch speaking, and read as such), with no word of the writer's own
     set-up (`own_setup`), no error, failure or problem told (`error_report`, `problem`, the
     still-fails aspect's cues), and no reading but what the fix is for (`context`) or what
     naming it implies: here the fix's own words tell the set-up too ("with use_reentrant=True")."""
-    if intent is None:
-        return False
     still_fails = next((w for a, w, _, _ in lexicon.aspects if a == "still_fails"), None)
     if (
         quoted
@@ -501,7 +503,6 @@ def _in_general(lexicon: _Lexicon, doc: _Doc, found, quoted, intent: Intent | No
         or (still_fails is not None and _cued(still_fails, doc, quoted))
     ):
         return False
-    context = _context(lexicon, doc, intent)
     implied = set(intent.on_facts)
     return all(
         r.confidence < USE_THRESHOLD or r.id in context or set(r.facts) <= implied for r in found
@@ -517,7 +518,7 @@ def _context(lexicon: _Lexicon, doc: _Doc, intent: Intent) -> frozenset[str]:
             t.context
             for t in lexicon.topics
             if t.id in intent.topics
-            and (not t.spelled.phrases + t.spelled.regexes or t.spelled.spans(doc))
+            and (not (t.spelled.phrases or t.spelled.regexes) or t.spelled.spans(doc))
         )
     )
 
