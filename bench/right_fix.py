@@ -37,6 +37,7 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from itertools import combinations
 from pathlib import Path
 
 import yaml
@@ -110,6 +111,7 @@ class Case:
     thread: bool = False  # a public thread: the framework is "unsure" unless it is known
     answers: dict = field(default_factory=dict)  # answers the case settles beyond its variant
     lang: str = "en"  # the language of its sentence: a Chinese one is told to a Chinese session
+    told: dict = field(default_factory=dict)  # answers given before the first report (`seeded`)
 
 
 def load_truths() -> dict:
@@ -261,6 +263,78 @@ def interview_cases(truths: dict, workdir: str) -> list[Case]:
     return cases
 
 
+# facts any description may tell besides its cause's own: the options it turned on, checkpointing
+# and the framework (what `ddp-doctor ask` most often reads from a sentence, rules/lexicon.yaml)
+TOLD_BESIDES = (
+    "find_unused_enabled",
+    "static_graph_enabled",
+    "gradient_checkpointing",
+    "framework",
+)
+
+
+def seeded_cases(truths: dict, workdir: str) -> list[Case]:
+    """Every variant of every cause with part of its truth already told, as a description read
+    right would tell it: each true answer alone (its cause's own and TOLD_BESIDES), then each
+    pair of its cause's own. Each starts from the variant's own error as the real DDP fixtures
+    show it (`__nodebug__spawn`: no module names), else from its cause's interview case (a
+    variant with no error of its own to show, or none measured, is left out). Whatever a new
+    wording lets the reader get right, the rest of the way must still lead to a right fix: this
+    walks that rest for every such start, with no sentence involved."""
+    rules = yaml.safe_load((ROOT / "rules" / "causes.yaml").read_text(encoding="utf-8"))
+    first_case = {c["id"]: (c.get("cases") or [{}])[0] for c in rules["causes"]}
+    questions = question_table(workdir)
+    measured: dict[tuple[str, str], list[Case]] = {}
+    for case in fixture_cases(truths):
+        if case.id.endswith("__nodebug__spawn"):
+            measured.setdefault((case.cause, case.variants[0]), []).append(case)
+    cases = []
+    for cause, entry in truths["causes"].items():
+        start = first_case.get(cause, {})
+        family = start.get("family", DEFAULT_FAMILY)
+        paste = (
+            None
+            if family == DEFAULT_FAMILY and "example" not in start
+            else family_example(family, start.get("example", 1), workdir)
+        )
+        for variant, table in entry["variants"].items():
+            if not table.get("scenarios") or table.get("no_error"):
+                continue
+            own_answers = table.get("answers") or {}
+            truth = {**truths["baseline"], **own_answers}
+            told = {}
+            for key in [*own_answers, *TOLD_BESIDES]:
+                question = questions.get(key)
+                if question is None or question["per_module"] or key in told:
+                    continue
+                values = [o["value"] for o in question["options"]]
+                answer = first_fitting(truth.get(key), values)
+                if answer in values and answer != "unsure":
+                    told[key] = answer
+            own = [key for key in own_answers if key in told]
+            seeds = [{key: value} for key, value in told.items()]
+            seeds += [{a: told[a], b: told[b]} for a, b in combinations(own, 2)]
+            starts = [(f.id, f.paste, f.answers) for f in measured.get((cause, variant), [])]
+            for name, path, settled in starts or [
+                ("no paste" if paste is None else family, paste, {})
+            ]:
+                for seed in seeds:
+                    said = ", ".join(f"{key}={value}" for key, value in seed.items())
+                    cases.append(
+                        Case(
+                            f"{cause}/{variant} from {name}, told {said}",
+                            "seeded",
+                            "seeded",
+                            cause,
+                            (variant,),
+                            path,
+                            answers=settled,
+                            told=seed,
+                        )
+                    )
+    return cases
+
+
 def fact_answer(question: dict, value) -> str | None:
     """The option of `question` that says `value` for its fact (True -> yes), if any."""
     if value is None:
@@ -405,6 +479,11 @@ def simulate(case: Case, variant: str, truths: dict, questions: dict, workdir: s
             )
     elif case.source == "interview":
         report = run_cli(["--answers", write_answers(workdir, case, variant, {}), *paste], workdir)
+    elif case.source == "seeded":
+        seed = dict(case.told)
+        report = run_cli(
+            ["--answers", write_answers(workdir, case, variant, seed), *paste], workdir
+        )
     else:
         report = run_cli(["triage", case.paste], workdir)
 
@@ -442,7 +521,7 @@ def simulate(case: Case, variant: str, truths: dict, questions: dict, workdir: s
             run.stop = "no question left"
             break
         qid = question["id"]
-        if qid in given:
+        if qid in given or qid in seed:
             run.stop = f"question repeats: {qid}"
             break
         if len(given) >= MAX_ANSWERS:
@@ -565,6 +644,7 @@ def all_cases(truths: dict, workdir: str) -> list[Case]:
         + sentence_cases(truths, workdir)
         + fixture_cases(truths)
         + interview_cases(truths, workdir)
+        + seeded_cases(truths, workdir)
     )
 
 
@@ -579,6 +659,7 @@ GROUPS = (
     ("held out (pastes + sentences)", None, "held_out"),
     ("real DDP fixtures (tests/fixtures/real)", "fixture", "fixtures"),
     ("interview cases (rules/causes.yaml)", "interview", "interview"),
+    ("every cause variant, part of its truth told first", "seeded", "seeded"),
 )
 
 
@@ -673,7 +754,11 @@ DDP fixtures tests/fixtures/real/*.txt by scenario; the causes' interview cases
 keeps it the same way), so every fact it set stays. A sentence with a `family` is asked
 with that family's first example from rules/signatures.yaml as `--paste`. Corpus pastes and
 sentences are answered "unsure" about the framework unless bench/truths.yaml says which
-(corpus only).
+(corpus only). "Part of its truth told first" (`--seeded`): every measured variant of every
+cause, from its own error as the real DDP fixtures show it (else from its cause's interview
+case), with one true answer, or two of its cause's own, already given in the `--answers` file,
+as a description read right would give them: whatever a new wording lets the reader get, the
+rest of the way must still lead to a right fix (no sentence involved).
 """
 
 
@@ -1064,6 +1149,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", default="", help="a file whose text is the 'before' section")
     parser.add_argument("--json", dest="json_out", help="also write the per-case results here")
     parser.add_argument(
+        "--seeded",
+        action="store_true",
+        help="only every cause variant with part of its truth told first; prints",
+    )
+    parser.add_argument(
         "--sentences",
         metavar="FILE",
         help="only the sentences of FILE (a fresh batch); prints the table, writes nothing",
@@ -1093,6 +1183,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.check:
         print("\n".join(check_tables(truths)))
+        return 0
+    if args.seeded:
+        with tempfile.TemporaryDirectory(prefix="right-fix-") as workdir:
+            outcomes = run_all(seeded_cases(truths, workdir), truths, workdir)
+            print("\n".join(table_lines(outcomes)))
+            print("\n".join(miss_lines(outcomes)))
         return 0
     if args.sentences:
         with tempfile.TemporaryDirectory(prefix="right-fix-") as workdir:
