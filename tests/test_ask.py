@@ -91,6 +91,45 @@ def test_a_fix_named_but_set_the_other_way_is_a_description_not_a_still_fails_qu
 
 
 @pytest.mark.parametrize(
+    ("text", "fix", "aspect"),
+    [
+        (
+            "Is it safe to set find_unused_parameters=False now that the error is gone?",
+            "disable_find_unused",
+            "safe",
+        ),
+        (
+            "Can I disable find_unused_parameters to make training faster?",
+            "disable_find_unused",
+            "cost",
+        ),
+        (
+            "How do I turn off find_unused_parameters in Lightning?",
+            "disable_find_unused",
+            "framework",
+        ),
+        ("把 find_unused_parameters 改成 False 会变快吗？", "disable_find_unused", "cost"),
+        ("关掉 find_unused_parameters 安全吗？", "disable_find_unused", "safe"),
+        # the flag turned on, or named with no value: the flag's own entry
+        (
+            "How do I set find_unused_parameters=True in Lightning?",
+            "find_unused_parameters",
+            "framework",
+        ),
+        ("Does find_unused_parameters slow training down?", "find_unused_parameters", "cost"),
+    ],
+)
+def test_a_question_about_turning_the_flag_off_is_answered_from_turning_it_off(text, fix, aspect):
+    """ "Can I set find_unused_parameters=False?" names the flag but asks about going without
+    it: the answer is the entry for turning it back off (when that is safe, what it saves),
+    not what turning it on does."""
+    data = json.loads(ask(text, "--json").out)
+    assert data["kind"] == "answer", data
+    assert data["fixes"][0] == fix
+    assert data["aspect"] == aspect
+
+
+@pytest.mark.parametrize(
     ("text", "fact", "value"),
     [
         ("I set static_graph=False and still get the error", "static_graph_enabled", False),

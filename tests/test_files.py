@@ -33,6 +33,10 @@ def _env() -> dict[str, str]:
     env = dict(os.environ)
     for name in ("TORCH_DISTRIBUTED_DEBUG", "DDP_DOCTOR_LANG", "PYTHONUNBUFFERED"):
         env.pop(name, None)
+    # a child under a file-size limit writes no bytecode: Python does not check a short write
+    # of a .pyc, and the first import of a module under the limit would leave a truncated one
+    # that breaks every later run of it
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
 

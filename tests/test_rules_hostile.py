@@ -209,3 +209,21 @@ def test_placeholder_values_that_use_each_other_sensibly_still_load(tmp_path):
     _placeholders(rules, "  mine:\n    - value: 'wrap({device_ids}) around {module}'\n")
     result = triage_with(rules, tmp_path)
     assert result.returncode == 1, result.err  # loaded; the line holds no DDP error
+
+
+@pytest.mark.parametrize(
+    ("topic", "expected"),
+    [
+        ("{id: mine, fix: static_graph, turned_off: nowhere, match: [myflag]}", "'nowhere'"),
+        ("{id: mine, fix: static_graph}", "no words to match"),
+    ],
+)
+def test_a_topic_that_can_never_be_asked_about_is_refused(tmp_path, topic, expected):
+    """A topic's `turned_off` must name a topic, and a topic with no words of its own must be
+    one some topic turns off to: otherwise the question it stands for would never be read."""
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "lexicon.yaml").write_text(f"topics:\n  - {topic}\n", encoding="utf-8")
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    result = cli("ask", "--rules", str(rules), "what does myflag cost?", env=env, timeout=20)
+    assert_rules_error(result, "lexicon.yaml", "topic 'mine'", expected)

@@ -203,6 +203,8 @@ def test_chinese_confirm_prompts_answer_in_chinese(tmp_path):
 
 def _run(*args: str, cwd: Path, limit: int | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "DDP_DOCTOR_LANG"}
+    # under a file-size limit, no bytecode: a .pyc cut short by it would break every later run
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
 
     def apply_limit() -> None:
         if limit is not None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..knowledge.kb import NAMED_MODULES, KnowledgeBase, RulesError, Text
@@ -209,6 +209,7 @@ class _Topic:
     words: _Words  # any of these names it
     spelled: _Words  # its option as written in code: a reading of these alone tells no set-up
     context: frozenset[str]  # readings a statement about it in general may hold besides
+    turned_off: str | None = None  # the topic asked about where the text turns its option off
 
 
 @dataclass(frozen=True)
@@ -253,6 +254,39 @@ _CUE_LISTS = (
 )
 
 
+def _topics(kb: KnowledgeBase, raw: Mapping[str, Any], terms) -> tuple[_Topic, ...]:
+    """lexicon.yaml `topics`, checked: each names a known fix, its `turned_off` a topic, and a
+    topic with no words of its own is one some topic turns off to (else nothing could ask it)."""
+    entries = raw.get("topics", [])
+    ids = {topic["id"] for topic in entries}
+    turned_to = {topic.get("turned_off") for topic in entries}
+    topics = []
+    for topic in entries:
+        name = topic["id"]
+        if topic["fix"] not in kb.fixes:
+            problem = f"unknown fix {topic['fix']!r}"
+        elif topic.get("turned_off", name) not in ids:
+            problem = f"turned_off names no topic: {topic['turned_off']!r}"
+        elif not topic.get("match") and name not in turned_to:
+            problem = "no words to match, and no topic turns off to it"
+        else:
+            problem = None
+        if problem is not None:
+            raise RulesError("lexicon.yaml", None, f"topic {name!r}: {problem}")
+        topics.append(
+            _Topic(
+                id=name,
+                fix=topic["fix"],
+                implies=dict(topic.get("implies") or {}),
+                words=_words(_expanded(raw, terms, topic.get("match") or [])),
+                spelled=_words(_expanded(raw, terms, topic.get("spelled") or [])),
+                context=frozenset(topic.get("context") or ()),
+                turned_off=topic.get("turned_off"),
+            )
+        )
+    return tuple(topics)
+
+
 def _compile(kb: KnowledgeBase) -> _Lexicon:
     cached = _COMPILED.get(id(kb))
     if cached is not None and cached[0] is kb:
@@ -283,27 +317,12 @@ def _compile(kb: KnowledgeBase) -> _Lexicon:
             )
         )
     cues = raw.get("cues", {})
-    topics = []
-    for topic in raw.get("topics", []):
-        if topic["fix"] not in kb.fixes:
-            raise RulesError(
-                "lexicon.yaml", None, f"topic {topic['id']!r}: unknown fix {topic['fix']!r}"
-            )
-        topics.append(
-            _Topic(
-                id=topic["id"],
-                fix=topic["fix"],
-                implies=dict(topic.get("implies") or {}),
-                words=_words(_expanded(raw, terms, topic["match"])),
-                spelled=_words(_expanded(raw, terms, topic.get("spelled") or [])),
-                context=frozenset(topic.get("context") or ()),
-            )
-        )
+    topics = _topics(kb, raw, terms)
     lexicon = _Lexicon(
         terms=terms,
         readings=tuple(readings),
         **{name: _words(cues.get(name, [])) for name in _CUE_LISTS},
-        topics=tuple(topics),
+        topics=topics,
         aspects=tuple(
             (a["id"], _words(a["match"]), _words(a.get("weak", [])), _words(a.get("opening", [])))
             for a in raw.get("aspects", [])
@@ -386,6 +405,7 @@ def understand(kb: KnowledgeBase, text: str, instructions: bool = True) -> Under
     asked = _what_is_asked(lexicon, doc, sentences, found, quoted, instructions)
     intent = asked.intent
     if intent is not None and intent.aspect != "still_fails":
+        intent = _turned_off(lexicon, intent, _resolve(r for r in found if not r.negated))
         # "how do I set find_unused_parameters?" names the flag without saying it is on
         found = [r for r in found if not set(r.facts) & set(intent.on_facts)]
     facts = _resolve(found)
@@ -747,6 +767,32 @@ def _is_question(lexicon: _Lexicon, text: str) -> bool:
         return False
     doc = _Doc(stripped)
     return lexicon.question_start.first(doc) == 0 or bool(lexicon.question.spans(doc))
+
+
+def _turned_off(lexicon: _Lexicon, intent: Intent, said: Mapping[str, Any]) -> Intent:
+    """ "Can I set find_unused_parameters=False?" names the flag's fix but asks about turning
+    the flag off: a topic whose implied facts the text says otherwise of (not negated: "can't
+    I use it with ..." is about something else) stands for its `turned_off` topic. (A text that
+    says the fix was not applied and that it still fails is a description: see `understand`.)"""
+    by_id = {topic.id: topic for topic in lexicon.topics}
+    topics = tuple(
+        by_id[t].turned_off
+        if by_id[t].turned_off
+        and any(key in said and said[key] != value for key, value in by_id[t].implies.items())
+        else t
+        for t in intent.topics
+    )
+    if topics == intent.topics:
+        return intent
+    on: dict[str, Any] = {}
+    for topic in topics:
+        on.update(by_id[topic].implies)
+    return replace(
+        intent,
+        topics=topics,
+        fixes=tuple(dict.fromkeys(by_id[t].fix for t in topics)),
+        on_facts=on,
+    )
 
 
 def _contradicts(facts: Mapping[str, Any], intent: Intent) -> bool:
