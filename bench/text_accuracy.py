@@ -160,6 +160,7 @@ def measure_both(kb, sentences, questions, calibration=None, prepared=None) -> d
             row = out[("sentences",) + key]
             row["n"] += 1
             row["hijacked"] += got.fix_from == "examples"
+            row["offered"] += bool(got.candidates)  # a fix's readings besides the diagnosis
             row["retrieved2"] += item["cause"] in [c for c, _ in near.causes[:2]]
     return out
 
@@ -327,8 +328,9 @@ def report_both(lexicon, both) -> str:
     lines += [
         "",
         "| descriptions | lang | n | cause in the top two (lexicon and leans + engine) "
-        "| nearest examples' top-two causes | answered as a question by the examples |",
-        "|---|---|---|---|---|---|",
+        "| nearest examples' top-two causes | answered as a question by the examples "
+        "| readings of a fix offered (see above) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for split in ("dev", "held_out"):
         for lang in ("en", "zh"):
@@ -336,7 +338,8 @@ def report_both(lexicon, both) -> str:
             row = both[("sentences", lang, split)]
             lines.append(
                 f"| {split} | {lang} | {row['n']} | {_pct(old['top2'], old['n'])} | "
-                f"{_pct(row['retrieved2'], row['n'])} | {_pct(row['hijacked'], row['n'])} |"
+                f"{_pct(row['retrieved2'], row['n'])} | {_pct(row['hijacked'], row['n'])} | "
+                f"{_pct(row['offered'], row['n'])} |"
             )
     return "\n".join(lines) + "\n"
 
@@ -380,6 +383,7 @@ def measure_batch(kb, path: Path) -> dict:
             row["top2"] += item["cause"] in ranked[:2]
             row["base2"] += item["cause"] in rank(kb, None, family)[:2]
             row["hijacked"] += got.fix_from == "examples"
+            row["offered"] += bool(got.candidates)  # a fix's readings besides the diagnosis
     return out
 
 
@@ -466,14 +470,15 @@ def report_batch(result) -> str:
     lines += [
         "",
         "| batch descriptions | n | cause in the top two | with no text read "
-        "| answered as a question by the examples |",
-        "|---|---|---|---|---|",
+        "| answered as a question by the examples | readings of a fix offered (see above) |",
+        "|---|---|---|---|---|---|",
     ]
     for key in sorted(k[1:] for k in result if k[0] == "sentences"):
         row = result[("sentences",) + key]
         lines.append(
             f"| {' '.join(key)} | {row['n']} | {_pct(row['top2'], row['n'])} | "
-            f"{_pct(row['base2'], row['n'])} | {_pct(row['hijacked'], row['n'])} |"
+            f"{_pct(row['base2'], row['n'])} | {_pct(row['hijacked'], row['n'])} | "
+            f"{_pct(row['offered'], row['n'])} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -511,7 +516,9 @@ TF-IDF, `wizard/reading/retrieve.py`), trusted over the lexicon by thresholds fi
 measured with its own copy left out (leave-one-out); `held_out` items are in no example. "Right
 among the choices": the right fix and aspect is the answer, or one of the two or three readings
 `ask` offers when it is not sure ("did you mean"). A description answered as a question by the
-examples would lose its diagnosis: that column must stay near zero.
+examples would lose its diagnosis: that column must stay near zero. "Readings of a fix offered"
+for a description: after its diagnosis, when it names a fix and tells no error (it may have been
+asking about that fix), or instead of one, when it is read as telling nothing.
 
 """
 

@@ -402,6 +402,56 @@ def test_a_statement_of_ones_own_set_up_or_a_problem_is_diagnosed(text, fact):
 
 
 @pytest.mark.parametrize(
+    ("text", "fix", "heading"),
+    [
+        (
+            "We pass use_reentrant=False for gradient checkpointing in our trainer.",
+            "checkpoint_non_reentrant",
+            "Or, if you meant to ask about the fix itself",
+        ),
+        (
+            "Our trainer turns on gradient checkpointing and passes find_unused_parameters=True "
+            "to DDP.",
+            "checkpoint_non_reentrant",
+            "Or, if you meant to ask about the fix itself",
+        ),
+        (
+            "我们在训练里用了 find_unused_parameters=True 和梯度检查点",
+            "find_unused_parameters",
+            "如果你其实是想问这个修复方案本身",
+        ),
+    ],
+)
+def test_a_set_up_told_in_a_fixs_words_also_offers_that_fix(text, fix, heading):
+    """A statement that names a fix and tells a set-up, with no error, is diagnosed; it may also
+    have been about the fix (pull-request text, a remark), so that fix's readings come after
+    the diagnosis, marked as an alternative, in the text and as `candidates` in JSON."""
+    data = json.loads(ask(text, "--json").out)
+    assert data["kind"] == "diagnosis", data
+    assert data["candidates"] and data["candidates"][0]["fix"] == fix
+    assert len({c["aspect"] for c in data["candidates"]}) > 1  # what it does, costs, ...
+    shown = ask(text).out
+    assert heading in shown
+    assert shown.index("## Likely causes" if heading.startswith("Or") else "## 可能的原因") < (
+        shown.index(heading)
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I freeze the backbone after wrapping and get the error",
+        "I use gradient checkpointing with LoRA on 2 GPUs and get the error",
+        "My model has two heads and I call backward twice per step",
+    ],
+)
+def test_a_description_of_an_error_or_naming_no_fix_offers_no_fix(text):
+    data = json.loads(ask(text, "--json").out)
+    assert data["kind"] == "diagnosis", data
+    assert data["candidates"] == []
+
+
+@pytest.mark.parametrize(
     ("text", "aspect"),
     [
         ("Is it safe to skip the gradient all-reduce on accumulation steps?", "safe"),

@@ -320,10 +320,10 @@ def cmd_ask(kb, args, lang: str) -> int:
         return _no_error_found(kb, lang, fmt, result or in_log)
     if not found_error and _answer_several(kb, post, asking, lang, fmt):
         return ExitCode.OK
-    # the lexicon and the nearest examples: a quoted error is diagnosed from what the prose
-    # tells, and its questions about a fix are answered beside; else the post's question is
-    # read apart from the story around it (read_asked)
+    # a quoted error is diagnosed from what the prose tells, its questions about a fix answered
+    # beside; else the post's question is read apart from the story around it (read_asked)
     answered: list = []
+    offered: tuple = ()  # a statement naming a fix: that fix's readings, offered besides
     if found_error and post.sentences:
         answered, asked = reading.answers_beside_an_error(kb, post, lang)
         understood = reading.story_read(kb, post, answered, asked)
@@ -343,12 +343,15 @@ def cmd_ask(kb, args, lang: str) -> int:
             return ExitCode.NO_ERROR_FOUND
         whole = whole or _triage(kb, args.text)
         result = whole if whole.findings else result  # a warning the description quotes
-    return _diagnose_told(kb, args, understood, result, answered, lang, fmt)
+        offered = got.candidates
+    return _diagnose_told(kb, args, understood, result, (answered, offered), lang, fmt)
 
 
-def _diagnose_told(kb, args, understood, result, answered, lang: str, fmt: str) -> int:
+def _diagnose_told(kb, args, understood, result, besides, lang: str, fmt: str) -> int:
     """`ask`'s diagnosis of what the text tells (and of the error it quotes or `--paste`s, which
-    wins over the usual one), then the questions `answered` beside that error."""
+    wins over the usual one), then `besides`: the questions answered beside that error, and the
+    readings of a fix the text names that it may have been asking about."""
+    answered, offered = besides
     from ..common.foreign import dumps
     from ..reasoning.engine import diagnose, next_question
     from ..talk import ask
@@ -369,12 +372,15 @@ def _diagnose_told(kb, args, understood, result, answered, lang: str, fmt: str) 
         data["understood"] = ask.understood_json(understood)
         data["next_question"] = _question_json(upcoming, lang)
         data["answers"] = reading.post_json(answered, lang, kb, ask.answer_json)["answers"]
+        data["candidates"] = reading.candidates_json(kb, offered, lang)
         sys.stdout.write(dumps(data) + "\n")
         return ExitCode.OK
     _print_text(kb, _understood_block(kb, understood, upcoming, lang), lang, fmt)
     _emit(kb, args, diagnosis, lang, fmt)
     if answered:
         _print_text(kb, _answers_markdown(kb, answered, lang, "post_also_asked"), lang, fmt)
+    if offered:
+        _print_text(kb, reading.offered_besides_markdown(kb, offered, lang), lang, fmt)
     return ExitCode.OK
 
 

@@ -312,7 +312,8 @@ def nearest(indexes: Indexes, text: str, exclude: str | None = None) -> Nearest:
 @dataclass(frozen=True)
 class Reread:
     """The two readers combined: the understanding `ask` acts on, the readings offered as
-    choices when the best one is not clear (empty when it is), and where each part came from."""
+    choices when the best one is not clear (empty when it is; for a description, the readings
+    of a fix it names, offered besides its diagnosis), and where each part came from."""
 
     understood: Any  # understand.Understanding, its intent possibly set or changed here
     candidates: tuple[Choice, ...]
@@ -371,7 +372,14 @@ def decide(
         topics = intent.topics if same else fixes
         intent = Intent(topics=topics, fixes=fixes, aspect=chosen_aspect, on_facts=on)
         understood = replace(understood, intent=intent)
-    candidates = () if describes else _candidates(near, fixes, chosen_aspect, fix_from, calibration)
+    if describes:
+        # diagnosed; but a statement that names a fix and tells no error may be about the fix
+        # after all ("Set use_reentrant=False to avoid duplicate allgather when gradient
+        # checkpointing is enabled" reads as a set-up): its readings are offered besides
+        named = () if understood.reports_error else understood.named
+        candidates = _candidates(near, named[:1], None, "lexicon", calibration) if named else ()
+    else:
+        candidates = _candidates(near, fixes, chosen_aspect, fix_from, calibration)
     return Reread(understood, candidates, fix_from, aspect_from)
 
 

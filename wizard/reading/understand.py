@@ -69,6 +69,9 @@ class Understanding:
     # opens with an instruction that names a fix ("Set X for DDP"): read as asking how to apply
     # it; a post's other sentences may say more of what is asked, so it does not pick the sentence
     instruction: bool = False
+    # the fixes the text names, asked about or not: a description that names one may also be
+    # a question about it ("Set use_reentrant=False to avoid ..."), offered as a reading
+    named: tuple[str, ...] = ()
 
     @property
     def used(self) -> tuple[Reading, ...]:
@@ -434,6 +437,7 @@ def understand(kb: KnowledgeBase, text: str, instructions: bool = True) -> Under
         intent=intent,
         reports_error=asked.reports_error,
         instruction=asked.instruction,
+        named=asked.named,
     )
 
 
@@ -443,6 +447,7 @@ class _Asked:
     is_question: bool
     instruction: bool
     reports_error: bool
+    named: tuple[str, ...] = ()  # the fixes it names, whether or not it asks about them
 
 
 def _what_is_asked(  # noqa: PLR0913
@@ -457,6 +462,7 @@ def _what_is_asked(  # noqa: PLR0913
     `quoted`: the spans of a message it quotes, whose words say nothing of what is asked)."""
     opening = _opening_aspect(lexicon, doc, sentences) if instructions else None
     intent = _intent(lexicon, doc, quoted=quoted)
+    named = intent.fixes if intent is not None else ()
     # the set-up told besides the fix, and the same without the fix's own words (see below)
     besides = _told_besides(lexicon, doc, found, intent, naming_too=True)
     # An instruction that names a fix ("Set X=True in the Trainer") asks how to apply it, unless
@@ -496,7 +502,7 @@ def _what_is_asked(  # noqa: PLR0913
         in_general = instructions and _in_general(lexicon, doc, found, quoted, intent, context)
         if not about_the_fix and not in_general:
             intent = None
-    return _Asked(intent, is_question, instruction, reports_error)
+    return _Asked(intent, is_question, instruction, reports_error, named)
 
 
 # a statement in general is prose: this many words at least, not counting code

@@ -297,6 +297,15 @@ def choices_markdown(kb, candidates, lang: str, answered: bool = True) -> str:
     return "\n".join(lines) + "\n\n"
 
 
+def offered_besides_markdown(kb, candidates, lang: str) -> str:
+    """After a diagnosis: the readings of the fix the text names, in case it asked about it."""
+    from ..common.i18n import tr
+
+    lines = [tr(kb, "choices_besides_diagnosis", lang), ""]
+    lines += [f"{n}. {choice_label(kb, c, lang)}" for n, c in enumerate(candidates, 1)]
+    return "\n" + "\n".join([*lines, "", tr(kb, "choices_ask_it", lang)]) + "\n"
+
+
 def candidates_json(kb, candidates, lang: str) -> list[dict[str, Any]]:
     return [
         {
