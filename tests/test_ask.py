@@ -457,12 +457,27 @@ def test_a_description_of_an_error_or_naming_no_fix_offers_no_fix(text):
         ("Is it safe to skip the gradient all-reduce on accumulation steps?", "safe"),
         ("梯度累积的时候跳过梯度同步会影响精度吗？", "safe"),
         ("How much faster is it to sync only on the last micro-batch?", "cost"),
+        ("梯度累积时避免每一步都同步梯度，会变快多少？", "cost"),
     ],
 )
 def test_what_no_sync_does_said_without_its_name_is_about_no_sync(text, aspect):
     data = json.loads(ask(text, "--json").out)
     assert data["kind"] == "answer", data
     assert data["fixes"][0] == "no_sync_first_backward" and data["aspect"] == aspect
+
+
+@pytest.mark.parametrize(
+    ("text", "aspect"),
+    [
+        ("broadcast_buffers 设成 False 会影响 BN 吗？", "safe"),
+        ("broadcast_buffers 设成 False 会影响速度吗？", "cost"),
+    ],
+)
+def test_what_a_change_would_affect_says_what_is_asked(text, aspect):
+    """ "会影响 BN 吗" asks whether training stays right; "会影响速度吗" what it costs."""
+    data = json.loads(ask(text, "--json").out)
+    assert data["kind"] == "answer", data
+    assert data["fixes"][0] == "broadcast_buffers_false" and data["aspect"] == aspect
 
 
 @pytest.mark.parametrize(
