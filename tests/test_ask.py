@@ -481,6 +481,30 @@ def test_what_a_change_would_affect_says_what_is_asked(text, aspect):
 
 
 @pytest.mark.parametrize(
+    ("text", "fix", "aspect"),
+    [
+        (
+            "After adding find_unused_parameters=True I got a different error instead.",
+            "find_unused_parameters",
+            "still_fails",
+        ),
+        ("设置了 static_graph=True 之后又报了别的错", "static_graph", "still_fails"),
+        (
+            "With static_graph=True the weights are not synchronized across ranks?",
+            "static_graph",
+            "safe",
+        ),
+    ],
+)
+def test_another_error_after_a_fix_or_weights_out_of_sync_say_what_is_asked(text, fix, aspect):
+    """A fix that led to another error did not work ("still fails"); weights no longer
+    synchronised across ranks is whether the fix trains right ("safe")."""
+    data = json.loads(ask(text, "--json").out)
+    assert data["kind"] == "answer", data
+    assert data["fixes"][0] == fix and data["aspect"] == aspect
+
+
+@pytest.mark.parametrize(
     ("text", "fact", "value"),
     [
         # the words around the option tell more than its name: the set-up, with its facts
