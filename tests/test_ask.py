@@ -505,6 +505,20 @@ def test_another_error_after_a_fix_or_weights_out_of_sync_say_what_is_asked(text
 
 
 @pytest.mark.parametrize(
+    ("text", "fix"),
+    [
+        ("Does find_unused_paramters=True slow training down?", "find_unused_parameters"),
+        ("is it safe to set find_unused_paramter=False?", "disable_find_unused"),
+        ("find_unsued_parameters 会影响精度吗？", "find_unused_parameters"),
+    ],
+)
+def test_the_flag_mistyped_is_still_the_flag(text, fix):
+    data = json.loads(ask(text, "--json").out)
+    assert data["kind"] == "answer", data
+    assert data["fixes"][0] == fix
+
+
+@pytest.mark.parametrize(
     ("text", "fact", "value"),
     [
         # the words around the option tell more than its name: the set-up, with its facts
