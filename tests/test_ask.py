@@ -458,6 +458,8 @@ def test_a_description_of_an_error_or_naming_no_fix_offers_no_fix(text):
         ("梯度累积的时候跳过梯度同步会影响精度吗？", "safe"),
         ("How much faster is it to sync only on the last micro-batch?", "cost"),
         ("梯度累积时避免每一步都同步梯度，会变快多少？", "cost"),
+        ("Without no_sync, is the all_reduce on every accumulation step just wasted time?", "cost"),
+        ("不用 no_sync 的话，每个累积步都做 all_reduce 是不是在浪费？", "cost"),
     ],
 )
 def test_what_no_sync_does_said_without_its_name_is_about_no_sync(text, aspect):
