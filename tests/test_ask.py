@@ -420,6 +420,12 @@ def test_a_statement_of_ones_own_set_up_or_a_problem_is_diagnosed(text, fact):
             "find_unused_parameters",
             "如果你其实是想问这个修复方案本身",
         ),
+        # the flag told as off: what may have been asked is turning it off
+        (
+            "Our config sets find_unused_parameters=False and gradient checkpointing on.",
+            "disable_find_unused",
+            "Or, if you meant to ask about the fix itself",
+        ),
     ],
 )
 def test_a_set_up_told_in_a_fixs_words_also_offers_that_fix(text, fix, heading):

@@ -407,8 +407,10 @@ def understand(kb: KnowledgeBase, text: str, instructions: bool = True) -> Under
     found.sort(key=lambda r: -r.confidence)
     asked = _what_is_asked(lexicon, doc, sentences, found, quoted, instructions)
     intent = asked.intent
+    said = _resolve(r for r in found if not r.negated)
+    fixes_named = _turned_off(lexicon, asked.named, said).fixes if asked.named else ()
     if intent is not None and intent.aspect != "still_fails":
-        intent = _turned_off(lexicon, intent, _resolve(r for r in found if not r.negated))
+        intent = _turned_off(lexicon, intent, said)
         # "how do I set find_unused_parameters?" names the flag without saying it is on
         found = [r for r in found if not set(r.facts) & set(intent.on_facts)]
     facts = _resolve(found)
@@ -437,7 +439,7 @@ def understand(kb: KnowledgeBase, text: str, instructions: bool = True) -> Under
         intent=intent,
         reports_error=asked.reports_error,
         instruction=asked.instruction,
-        named=asked.named,
+        named=fixes_named,
     )
 
 
@@ -447,7 +449,7 @@ class _Asked:
     is_question: bool
     instruction: bool
     reports_error: bool
-    named: tuple[str, ...] = ()  # the fixes it names, whether or not it asks about them
+    named: Intent | None = None  # the fixes it names, whether or not it asks about them
 
 
 def _what_is_asked(  # noqa: PLR0913
@@ -462,7 +464,7 @@ def _what_is_asked(  # noqa: PLR0913
     `quoted`: the spans of a message it quotes, whose words say nothing of what is asked)."""
     opening = _opening_aspect(lexicon, doc, sentences) if instructions else None
     intent = _intent(lexicon, doc, quoted=quoted)
-    named = intent.fixes if intent is not None else ()
+    named = intent
     # the set-up told besides the fix, and the same without the fix's own words (see below)
     besides = _told_besides(lexicon, doc, found, intent, naming_too=True)
     # An instruction that names a fix ("Set X=True in the Trainer") asks how to apply it, unless
