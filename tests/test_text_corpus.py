@@ -74,14 +74,15 @@ def measured_both():
 
 def test_both_readers_answer_more_than_the_lexicon_alone(measured, measured_both):
     """`ask` reads with the lexicon and the nearest examples (rules/examples.yaml); measured on
-    the held-out half, which no example holds (bench/TEXT.md): right entry 31/49, right aspect
-    23/49, right reading answered or among the choices offered 32/49."""
+    the held-out half, which no example holds (bench/TEXT.md): right entry 33/49, right aspect
+    26/49, right reading answered or among the choices offered 38/49 (32/49 before a fix's
+    readings were offered after the diagnosis of a statement that names it)."""
     alone = measured["questions"][("all", "held_out")]
     both = measured_both[("questions", "all", "held_out")]
     assert both["entry"] >= alone["answered"] and both["aspect"] >= alone["aspect"]
     assert both["entry"] / both["n"] >= 0.6
     assert both["aspect"] / both["n"] >= 0.42
-    assert both["among"] / both["n"] >= 0.58
+    assert both["among"] / both["n"] >= 0.72
 
 
 def test_the_examples_do_not_take_descriptions_for_questions(measured_both):
