@@ -14,6 +14,11 @@ def ask(*args: str, env: dict | None = None):
     return cli("ask", *args, env={**C_LOCALE, **(env or {})})
 
 
+def ask_json(text: str) -> dict:
+    """`ddp-doctor ask TEXT --json`, parsed."""
+    return json.loads(ask(text, "--json").out)
+
+
 @pytest.mark.parametrize(
     ("text", "kind", "code"),
     [
@@ -85,7 +90,7 @@ def test_a_description_shows_what_was_read_and_the_next_question():
 def test_a_fix_named_but_set_the_other_way_is_a_description_not_a_still_fails_question(text):
     """The flag written out as off: the job ran without the fix, so the answer is the
     diagnosis for a job with the flag off, not why the flag "still fails"."""
-    data = json.loads(ask(text, "--json").out)
+    data = ask_json(text)
     assert data["kind"] == "diagnosis"
     assert data["facts"]["find_unused_enabled"] is False
 
@@ -123,7 +128,7 @@ def test_a_question_about_turning_the_flag_off_is_answered_from_turning_it_off(t
     """ "Can I set find_unused_parameters=False?" names the flag but asks about going without
     it: the answer is the entry for turning it back off (when that is safe, what it saves),
     not what turning it on does."""
-    data = json.loads(ask(text, "--json").out)
+    data = ask_json(text)
     assert data["kind"] == "answer", data
     assert data["fixes"][0] == fix
     assert data["aspect"] == aspect
@@ -156,7 +161,7 @@ def test_a_question_about_turning_the_flag_off_is_answered_from_turning_it_off(t
 def test_an_option_written_out_as_off_is_read_as_off(text, fact, value):
     """Read the other way, each of these would rank causes for a set-up the user does not have
     (the HF Trainer's own spelling of non-reentrant checkpointing was read as reentrant)."""
-    data = json.loads(ask(text, "--json").out)
+    data = ask_json(text)
     assert data["kind"] == "diagnosis"
     assert data["facts"][fact] == value
 
@@ -284,7 +289,7 @@ def test_a_sentence_about_nothing_still_asks_what_the_step_does():
 def test_an_instruction_naming_a_fix_is_answered_with_how_to_apply_it(text, fix):
     """Someone's advice pasted as it was given ("Set X for DDP") asks how to apply it: the answer
     is where the fix goes, and the fix is not read as already in the user's set-up."""
-    data = json.loads(ask(text, "--json").out)
+    data = ask_json(text)
     assert data["kind"] == "answer"
     assert fix in data["fixes"] and data["aspect"] == "framework"
     assert any(part["code"] for part in data["parts"])
@@ -305,7 +310,7 @@ def test_an_instruction_naming_a_fix_is_answered_with_how_to_apply_it(text, fix)
     ],
 )
 def test_a_set_up_told_without_i_is_not_taken_for_an_instruction(text):
-    data = json.loads(ask(text, "--json").out)
+    data = ask_json(text)
     assert not (data["kind"] == "answer" and data.get("aspect") == "framework"), data
 
 
@@ -344,7 +349,7 @@ def test_the_same_words_told_as_the_description_are_the_set_up(tmp_path):
 def test_a_statement_naming_only_the_fix_and_what_is_asked_is_answered(text, fix, aspect):
     """A statement that names a fix and an aspect's strong cue, and tells nothing else (the
     readings of the fix's own words are no set-up), asks about that aspect of the fix."""
-    data = json.loads(ask(text, "--json").out)
+    data = ask_json(text)
     assert data["kind"] == "answer", data
     assert fix in data["fixes"] and data["aspect"] == aspect
 
@@ -375,7 +380,7 @@ def test_a_statement_about_a_fix_alone_or_in_general_is_answered_about_it(text, 
     prose about a fix with no first person and no problem told (pull-request text, a line of
     the docs), even where it says what the fix is for, tell no set-up of the writer's to
     diagnose: they get the answer about that fix."""
-    data = json.loads(ask(text, "--json").out)
+    data = ask_json(text)
     assert data["kind"] == "answer", data
     assert data["fixes"][0] == fix
 
@@ -396,7 +401,7 @@ def test_a_statement_about_a_fix_alone_or_in_general_is_answered_about_it(text, 
     ],
 )
 def test_a_statement_of_ones_own_set_up_or_a_problem_is_diagnosed(text, fact):
-    data = json.loads(ask(text, "--json").out)
+    data = ask_json(text)
     assert data["kind"] == "diagnosis", data
     assert fact in data["facts"]
 
@@ -432,7 +437,7 @@ def test_a_set_up_told_in_a_fixs_words_also_offers_that_fix(text, fix, heading):
     """A statement that names a fix and tells a set-up, with no error, is diagnosed; it may also
     have been about the fix (pull-request text, a remark), so that fix's readings come after
     the diagnosis, marked as an alternative, in the text and as `candidates` in JSON."""
-    data = json.loads(ask(text, "--json").out)
+    data = ask_json(text)
     assert data["kind"] == "diagnosis", data
     assert data["candidates"] and data["candidates"][0]["fix"] == fix
     assert len({c["aspect"] for c in data["candidates"]}) > 1  # what it does, costs, ...
@@ -452,7 +457,7 @@ def test_a_set_up_told_in_a_fixs_words_also_offers_that_fix(text, fix, heading):
     ],
 )
 def test_a_description_of_an_error_or_naming_no_fix_offers_no_fix(text):
-    data = json.loads(ask(text, "--json").out)
+    data = ask_json(text)
     assert data["kind"] == "diagnosis", data
     assert data["candidates"] == []
 
@@ -469,7 +474,7 @@ def test_a_description_of_an_error_or_naming_no_fix_offers_no_fix(text):
     ],
 )
 def test_what_no_sync_does_said_without_its_name_is_about_no_sync(text, aspect):
-    data = json.loads(ask(text, "--json").out)
+    data = ask_json(text)
     assert data["kind"] == "answer", data
     assert data["fixes"][0] == "no_sync_first_backward" and data["aspect"] == aspect
 
@@ -483,7 +488,7 @@ def test_what_no_sync_does_said_without_its_name_is_about_no_sync(text, aspect):
 )
 def test_what_a_change_would_affect_says_what_is_asked(text, aspect):
     """ "会影响 BN 吗" asks whether training stays right; "会影响速度吗" what it costs."""
-    data = json.loads(ask(text, "--json").out)
+    data = ask_json(text)
     assert data["kind"] == "answer", data
     assert data["fixes"][0] == "broadcast_buffers_false" and data["aspect"] == aspect
 
@@ -507,7 +512,7 @@ def test_what_a_change_would_affect_says_what_is_asked(text, aspect):
 def test_another_error_after_a_fix_or_weights_out_of_sync_say_what_is_asked(text, fix, aspect):
     """A fix that led to another error did not work ("still fails"); weights no longer
     synchronised across ranks is whether the fix trains right ("safe")."""
-    data = json.loads(ask(text, "--json").out)
+    data = ask_json(text)
     assert data["kind"] == "answer", data
     assert data["fixes"][0] == fix and data["aspect"] == aspect
 
@@ -521,7 +526,7 @@ def test_another_error_after_a_fix_or_weights_out_of_sync_say_what_is_asked(text
     ],
 )
 def test_the_flag_mistyped_is_still_the_flag(text, fix):
-    data = json.loads(ask(text, "--json").out)
+    data = ask_json(text)
     assert data["kind"] == "answer", data
     assert data["fixes"][0] == fix
 
@@ -556,7 +561,7 @@ def test_the_flag_mistyped_is_still_the_flag(text, fix):
     ],
 )
 def test_a_statement_telling_more_than_the_fix_keeps_its_set_up(text, fact, value):
-    data = json.loads(ask(text, "--json").out)
+    data = ask_json(text)
     assert data["kind"] != "answer", data
     assert data["facts"].get(fact) == value, data["facts"]
 
@@ -578,7 +583,7 @@ WARNING_TEXT = (
 def test_a_question_quoting_the_warning_is_about_turning_the_flag_off(text):
     """The warning says the flag found nothing to skip: a question quoting it is about turning
     the flag back off, not about the option its words name (which would say to turn it on)."""
-    data = json.loads(ask(text, "--json").out)
+    data = ask_json(text)
     assert data["kind"] == "answer", data
     assert data["fixes"] == ["disable_find_unused"], data["fixes"]
 
@@ -644,7 +649,7 @@ def test_the_words_of_a_quoted_warning_do_not_say_what_is_asked(asked, aspect):
     ],
 )
 def test_asking_where_in_the_code_the_flag_goes_is_the_framework_aspect(text):
-    data = json.loads(ask(text, "--json").out)
+    data = ask_json(text)
     assert data["kind"] == "answer" and data["aspect"] == "framework", data
 
 
@@ -663,7 +668,7 @@ def test_asking_where_in_the_code_the_flag_goes_is_the_framework_aspect(text):
 def test_any_asking_word_and_setting_verb_or_the_same_error_say_what_is_asked(text, aspect):
     """Written the many ways users ask it: "where do I pass", "how would we specify", 在哪里传;
     "the same RuntimeError" as "still fails"."""
-    data = json.loads(ask(text, "--json").out)
+    data = ask_json(text)
     assert data["kind"] == "answer" and data["aspect"] == aspect, data
 
 
@@ -761,12 +766,12 @@ def test_an_error_a_sentence_quotes_is_named_when_it_is_another_one(text, named)
     result = ask(text)
     assert result.returncode == 1, result.out
     assert named in result.out.splitlines()[0], result.out
-    data = json.loads(ask(text, "--json").out)
+    data = ask_json(text)
     assert data["status"] == "no_known_error" and not data.get("candidates"), data
     assert data["raised"] == named  # for scripts, as the text names it
 
 
 def test_a_question_beside_another_error_is_still_answered():
     text = f"```\n{OOM_LOG}```\n\nDoes find_unused_parameters=True use more memory?"
-    data = json.loads(ask(text, "--json").out)
+    data = ask_json(text)
     assert data["kind"] == "answer" and data["fixes"] == ["find_unused_parameters"], data

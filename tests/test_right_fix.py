@@ -32,11 +32,16 @@ FLOOR_WITHIN_3 = 0.95
 KNOWN_WRONG: set[str] = set()
 
 
+def _played(tmp_path_factory, name: str, cases_of) -> list:
+    """Every case `cases_of(truths, workdir)` gives, played by truthful users."""
+    workdir = str(tmp_path_factory.mktemp(name))
+    truths = right_fix.load_truths()
+    return right_fix.run_all(cases_of(truths, workdir), truths, workdir)
+
+
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory):
-    workdir = str(tmp_path_factory.mktemp("right-fix"))
-    truths = right_fix.load_truths()
-    return right_fix.run_all(right_fix.quick_cases(truths, workdir), truths, workdir)
+    return _played(tmp_path_factory, "right-fix", right_fix.quick_cases)
 
 
 def test_no_failing_fix_is_advised_to_a_truthful_user(outcomes):
@@ -69,9 +74,7 @@ def test_the_truth_tables_agree_with_the_measurements():
 
 @pytest.fixture(scope="module")
 def told_outcomes(tmp_path_factory):
-    workdir = str(tmp_path_factory.mktemp("right-fix-told"))
-    truths = right_fix.load_truths()
-    return right_fix.run_all(right_fix.seeded_cases(truths, workdir), truths, workdir)
+    return _played(tmp_path_factory, "right-fix-told", right_fix.seeded_cases)
 
 
 def test_a_user_who_already_told_part_of_the_truth_still_reaches_a_right_fix(told_outcomes):

@@ -407,7 +407,7 @@ def understand(kb: KnowledgeBase, text: str, instructions: bool = True) -> Under
     found.sort(key=lambda r: -r.confidence)
     asked = _what_is_asked(lexicon, doc, sentences, found, quoted, instructions)
     intent = asked.intent
-    said = _resolve(r for r in found if not r.negated)
+    said = _resolve(r for r in found if not r.negated)  # what it says, bar what it denies
     fixes_named = _turned_off(lexicon, asked.named, said).fixes if asked.named else ()
     if intent is not None and intent.aspect != "still_fails":
         intent = _turned_off(lexicon, intent, said)
@@ -417,7 +417,7 @@ def understand(kb: KnowledgeBase, text: str, instructions: bool = True) -> Under
     if (
         intent is not None
         and intent.aspect == "still_fails"
-        and _contradicts(_resolve(r for r in found if not r.negated), intent)
+        and _says_otherwise(said, intent.on_facts)
     ):
         # "I set find_unused_parameters=False and still get the error" names the fix, but the
         # fix was not applied: the text describes a set-up, and gets the diagnosis for it. (A
@@ -785,8 +785,7 @@ def _turned_off(lexicon: _Lexicon, intent: Intent, said: Mapping[str, Any]) -> I
     by_id = {topic.id: topic for topic in lexicon.topics}
     topics = tuple(
         by_id[t].turned_off
-        if by_id[t].turned_off
-        and any(key in said and said[key] != value for key, value in by_id[t].implies.items())
+        if by_id[t].turned_off and _says_otherwise(said, by_id[t].implies)
         else t
         for t in intent.topics
     )
@@ -803,9 +802,9 @@ def _turned_off(lexicon: _Lexicon, intent: Intent, said: Mapping[str, Any]) -> I
     )
 
 
-def _contradicts(facts: Mapping[str, Any], intent: Intent) -> bool:
-    """Whether the text says otherwise of a fact the fix it names implies."""
-    return any(key in facts and facts[key] != value for key, value in intent.on_facts.items())
+def _says_otherwise(facts: Mapping[str, Any], implied: Mapping[str, Any]) -> bool:
+    """Whether the text says otherwise of a fact a fix it names implies."""
+    return any(key in facts and facts[key] != value for key, value in implied.items())
 
 
 def _reports_an_error(lexicon: _Lexicon, doc: _Doc, intent: Intent | None) -> bool:

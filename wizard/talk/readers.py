@@ -290,8 +290,7 @@ def choices_markdown(kb, candidates, lang: str, answered: bool = True) -> str:
 
     if not candidates:
         return ""
-    lines = [tr(kb, "choices_heading", lang), ""]
-    lines += [f"{n}. {choice_label(kb, c, lang)}" for n, c in enumerate(candidates, 1)]
+    lines = [tr(kb, "choices_heading", lang), "", *_numbered(kb, candidates, lang)]
     if answered:
         lines += ["", tr(kb, "choices_answering", lang, number=1)]
     return "\n".join(lines) + "\n\n"
@@ -301,9 +300,12 @@ def offered_besides_markdown(kb, candidates, lang: str) -> str:
     """After a diagnosis: the readings of the fix the text names, in case it asked about it."""
     from ..common.i18n import tr
 
-    lines = [tr(kb, "choices_besides_diagnosis", lang), ""]
-    lines += [f"{n}. {choice_label(kb, c, lang)}" for n, c in enumerate(candidates, 1)]
+    lines = [tr(kb, "choices_besides_diagnosis", lang), "", *_numbered(kb, candidates, lang)]
     return "\n" + "\n".join([*lines, "", tr(kb, "choices_ask_it", lang)]) + "\n"
+
+
+def _numbered(kb, candidates, lang: str) -> list[str]:
+    return [f"{n}. {choice_label(kb, c, lang)}" for n, c in enumerate(candidates, 1)]
 
 
 def candidates_json(kb, candidates, lang: str) -> list[dict[str, Any]]:
