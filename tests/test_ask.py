@@ -373,6 +373,12 @@ def test_a_statement_naming_only_the_fix_and_what_is_asked_is_answered(text, fix
             "The static_graph option lets DDP reuse the graph it recorded in the first iteration.",
             "static_graph",
         ),
+        # Chinese prose is prose: a character counts as half a word, as in proximity
+        (
+            "PyTorch 文档推荐在 DDP 下做梯度检查点时用 use_reentrant=False。",
+            "checkpoint_non_reentrant",
+        ),
+        ("no_sync 上下文管理器会在梯度累积时跳过 all-reduce，省掉通信。", "no_sync_first_backward"),
     ],
 )
 def test_a_statement_about_a_fix_alone_or_in_general_is_answered_about_it(text, fix):
@@ -398,6 +404,13 @@ def test_a_statement_about_a_fix_alone_or_in_general_is_answered_about_it(text, 
             "Gradient checkpointing with use_reentrant=True is incompatible with DDP in this repo.",
             "gradient_checkpointing",
         ),
+        ("我们训练时开了梯度检查点，传的是 use_reentrant=False。", "gradient_checkpointing"),
+        # Chinese drops the subject: "打开了…" / "… 说 …" tell what the writer did and saw
+        (
+            "打开了 static_graph=True 之后，DDP 说训练图和第一次迭代的不一样。",
+            "static_graph_enabled",
+        ),
+        ("这个仓库里 use_reentrant=True 的梯度检查点和 DDP 不兼容。", "gradient_checkpointing"),
     ],
 )
 def test_a_statement_of_ones_own_set_up_or_a_problem_is_diagnosed(text, fact):

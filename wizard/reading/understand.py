@@ -509,8 +509,13 @@ def _what_is_asked(  # noqa: PLR0913
 
 # a statement in general is prose: this many words at least, not counting code
 # ("--ddp_find_unused_parameters True", "find_unused_parameters defaults to False" are a set-up)
+# and a CJK character as half a word, as proximity counts it (Chinese prose is prose too)
 GENERAL_MIN_WORDS = 6
 _PROSE_WORD = re.compile(r"(?<![\w./='`-])[A-Za-z][a-z]*(?:'[a-z]+)?(?![\w./=(`-])")
+
+
+def _prose_words(text: str) -> float:
+    return len(_PROSE_WORD.findall(text)) + len(_HAN.findall(text)) / 2
 
 
 def _in_general(  # noqa: PLR0913
@@ -524,7 +529,7 @@ def _in_general(  # noqa: PLR0913
     still_fails = next((w for a, w, _, _ in lexicon.aspects if a == "still_fails"), None)
     if (
         quoted
-        or len(_PROSE_WORD.findall(doc.text)) < GENERAL_MIN_WORDS
+        or _prose_words(doc.text) < GENERAL_MIN_WORDS
         or lexicon.own_setup.spans(doc)
         or lexicon.error_report.spans(doc)
         or lexicon.problem.spans(doc)
