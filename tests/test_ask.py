@@ -115,6 +115,12 @@ def test_a_fix_named_but_set_the_other_way_is_a_description_not_a_still_fails_qu
         ),
         ("把 find_unused_parameters 改成 False 会变快吗？", "disable_find_unused", "cost"),
         ("关掉 find_unused_parameters 安全吗？", "disable_find_unused", "safe"),
+        # the name between the verb and "off"
+        (
+            "Would switching find_unused_parameters off speed things up?",
+            "disable_find_unused",
+            "cost",
+        ),
         # the flag turned on, or named with no value: the flag's own entry
         (
             "How do I set find_unused_parameters=True in Lightning?",
