@@ -150,6 +150,10 @@ def test_a_hedge_lowers_the_confidence_below_use():
         ("How can I find which parameters get no gradient?", ("enable_debug_names",), "framework"),
         ("怎么知道是哪些参数没有参与 loss 计算？", ("enable_debug_names",), "framework"),
         ("删除没用的模块会有影响吗？", ("remove_unused_module",), "safe"),
+        # the 把 construction puts the module between the verb's object marker and the verb;
+        # 没用到 is "unused", not "did not help"; 会影响…吗 asks whether it is safe
+        ("把没参与计算的分支去掉，会影响模型加载权重吗？", ("remove_unused_module",), "safe"),
+        ("把用不上的 head 删了以后还会报错吗", ("remove_unused_module",), "still_fails"),
         ("I can't make it work even with _set_static_graph()", ("static_graph",), "still_fails"),
     ],
 )
