@@ -122,6 +122,12 @@ def test_a_fix_named_but_set_the_other_way_is_a_description_not_a_still_fails_qu
             "cost",
         ),
         # the flag turned on, or named with no value: the flag's own entry
+        # ("就好了": the flag rescued the job, so it was off before; it is on now)
+        (
+            "加了 find_unused_parameters=True 就好了，但会不会影响精度",
+            "find_unused_parameters",
+            "safe",
+        ),
         (
             "How do I set find_unused_parameters=True in Lightning?",
             "find_unused_parameters",

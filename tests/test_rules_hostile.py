@@ -216,11 +216,17 @@ def test_placeholder_values_that_use_each_other_sensibly_still_load(tmp_path):
     [
         ("{id: mine, fix: static_graph, turned_off: nowhere, match: [myflag]}", "'nowhere'"),
         ("{id: mine, fix: static_graph}", "no words to match"),
+        (
+            "{id: other, fix: static_graph, turned_off: mine, match: [myflag]}\n"
+            "  - {id: mine, fix: static_graph}",
+            "implies no fact",
+        ),
     ],
 )
 def test_a_topic_that_can_never_be_asked_about_is_refused(tmp_path, topic, expected):
-    """A topic's `turned_off` must name a topic, and a topic with no words of its own must be
-    one some topic turns off to: otherwise the question it stands for would never be read."""
+    """A topic's `turned_off` must name a topic that implies a fact (the text turns to it by
+    saying that fact), and a topic with no words of its own must be one some topic turns off
+    to: otherwise the question it stands for would never be read."""
     rules = tmp_path / "rules"
     rules.mkdir()
     (rules / "lexicon.yaml").write_text(f"topics:\n  - {topic}\n", encoding="utf-8")

@@ -154,6 +154,14 @@ def test_a_hedge_lowers_the_confidence_below_use():
         # 没用到 is "unused", not "did not help"; 会影响…吗 asks whether it is safe
         ("把没参与计算的分支去掉，会影响模型加载权重吗？", ("remove_unused_module",), "safe"),
         ("把用不上的 head 删了以后还会报错吗", ("remove_unused_module",), "still_fails"),
+        # a comparison that names its other side asks the difference even with one fix named
+        (
+            "What is the difference between no_sync and just letting every backward sync?",
+            ("no_sync_first_backward",),
+            "difference",
+        ),
+        ("use_reentrant=True 跟 False 到底有啥区别？", ("checkpoint_non_reentrant",), "difference"),
+        ("Which one is better for my model, static_graph?", ("static_graph",), None),
         ("I can't make it work even with _set_static_graph()", ("static_graph",), "still_fails"),
     ],
 )

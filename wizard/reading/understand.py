@@ -216,6 +216,17 @@ class _Topic:
 
 
 @dataclass(frozen=True)
+class _Aspect:
+    """What a question asks about a fix (lexicon.yaml `aspects`), and its cues by strength."""
+
+    id: str
+    strong: _Words  # `match`: names what is asked by itself
+    weak: _Words  # counted only where no aspect has a strong cue
+    opening: _Words  # a verb that counts only as the text's first word
+    one_fix: _Words | None  # the cues that still count where the text names one fix (None: all)
+
+
+@dataclass(frozen=True)
 class _Lexicon:
     terms: Mapping[str, _Words]
     readings: tuple[_ReadingRule, ...]
@@ -234,7 +245,7 @@ class _Lexicon:
     problem: _Words
     other_error: _Words
     topics: tuple[_Topic, ...]
-    aspects: tuple[tuple[str, _Words, _Words, _Words], ...]  # id; strong, weak, opening cues
+    aspects: tuple[_Aspect, ...]
 
 
 _COMPILED: dict[int, tuple[KnowledgeBase, _Lexicon]] = {}
@@ -270,6 +281,9 @@ def _topics(kb: KnowledgeBase, raw: Mapping[str, Any], terms) -> tuple[_Topic, .
             problem = f"unknown fix {topic['fix']!r}"
         elif topic.get("turned_off", name) not in ids:
             problem = f"turned_off names no topic: {topic['turned_off']!r}"
+        elif name in turned_to and not topic.get("implies"):
+            # the text turns to it by saying what it implies (_turned_off)
+            problem = "a topic turns off to it, but it implies no fact to say so"
         elif not topic.get("match") and name not in turned_to:
             problem = "no words to match, and no topic turns off to it"
         else:
@@ -327,7 +341,13 @@ def _compile(kb: KnowledgeBase) -> _Lexicon:
         **{name: _words(cues.get(name, [])) for name in _CUE_LISTS},
         topics=topics,
         aspects=tuple(
-            (a["id"], _words(a["match"]), _words(a.get("weak", [])), _words(a.get("opening", [])))
+            _Aspect(
+                id=a["id"],
+                strong=_words(a["match"]),
+                weak=_words(a.get("weak", [])),
+                opening=_words(a.get("opening", [])),
+                one_fix=_words(a["one_fix"]) if "one_fix" in a else None,
+            )
             for a in raw.get("aspects", [])
         ),
     )
@@ -392,25 +412,14 @@ def understand(kb: KnowledgeBase, text: str, instructions: bool = True) -> Under
     doc = _Doc(text)
     sentences = _sentences(text)
     quoted = _quoted_message(lexicon, doc, sentences)
-    everywhere = {
-        name: [s for s in words.spans(doc) if not _overlaps(s, quoted)]
-        for name, words in lexicon.terms.items()
-    }
-    found: list[Reading] = []
-    for start, end in sentences:
-        hits = {}
-        for name, spans in everywhere.items():
-            inside = [s for s in spans if start <= s[0] and s[1] <= end]
-            if inside:
-                hits[name] = inside[:50]  # a pathological sentence cannot make this quadratic
-        found += _read_sentence(lexicon, doc, start, end, units, hits)
-    found.sort(key=lambda r: -r.confidence)
+    found = _readings(lexicon, doc, sentences, units, quoted)
     asked = _what_is_asked(lexicon, doc, sentences, found, quoted, instructions)
     intent = asked.intent
-    said = _resolve(r for r in found if not r.negated)  # what it says, bar what it denies
-    fixes_named = _turned_off(lexicon, asked.named, said).fixes if asked.named else ()
+    affirmed = [r for r in found if not r.negated]
+    said = _resolve(affirmed)  # what it says, bar what it denies
+    fixes_named = _turned_off(lexicon, asked.named, affirmed).fixes if asked.named else ()
     if intent is not None and intent.aspect != "still_fails":
-        intent = _turned_off(lexicon, intent, said)
+        intent = _turned_off(lexicon, intent, affirmed)
         # "how do I set find_unused_parameters?" names the flag without saying it is on
         found = [r for r in found if not set(r.facts) & set(intent.on_facts)]
     facts = _resolve(found)
@@ -441,6 +450,24 @@ def understand(kb: KnowledgeBase, text: str, instructions: bool = True) -> Under
         instruction=asked.instruction,
         named=fixes_named,
     )
+
+
+def _readings(lexicon: _Lexicon, doc: _Doc, sentences, units: _Units, quoted) -> list[Reading]:
+    """Every reading of every sentence, outside quoted messages, strongest first."""
+    everywhere = {
+        name: [s for s in words.spans(doc) if not _overlaps(s, quoted)]
+        for name, words in lexicon.terms.items()
+    }
+    found: list[Reading] = []
+    for start, end in sentences:
+        hits = {}
+        for name, spans in everywhere.items():
+            inside = [s for s in spans if start <= s[0] and s[1] <= end]
+            if inside:
+                hits[name] = inside[:50]  # a pathological sentence cannot make this quadratic
+        found += _read_sentence(lexicon, doc, start, end, units, hits)
+    found.sort(key=lambda r: -r.confidence)
+    return found
 
 
 @dataclass(frozen=True)
@@ -526,7 +553,7 @@ def _in_general(  # noqa: PLR0913
     set-up (`own_setup`), no error, failure or problem told (`error_report`, `problem`, the
     still-fails aspect's cues), and no reading but what the fix is for (`context`) or what
     naming it implies: here the fix's own words tell the set-up too ("with use_reentrant=True")."""
-    still_fails = next((w for a, w, _, _ in lexicon.aspects if a == "still_fails"), None)
+    still_fails = next((a.strong for a in lexicon.aspects if a.id == "still_fails"), None)
     if (
         quoted
         or _prose_words(doc.text) < GENERAL_MIN_WORDS
@@ -782,15 +809,18 @@ def _is_question(lexicon: _Lexicon, text: str) -> bool:
     return lexicon.question_start.first(doc) == 0 or bool(lexicon.question.spans(doc))
 
 
-def _turned_off(lexicon: _Lexicon, intent: Intent, said: Mapping[str, Any]) -> Intent:
+def _turned_off(lexicon: _Lexicon, intent: Intent, affirmed: list[Reading]) -> Intent:
     """ "Can I set find_unused_parameters=False?" names the flag's fix but asks about turning
-    the flag off: a topic whose implied facts the text says otherwise of (not negated: "can't
-    I use it with ..." is about something else) stands for its `turned_off` topic. (A text that
-    says the fix was not applied and that it still fails is a description: see `understand`.)"""
+    the flag off: a topic stands for its `turned_off` topic where a reading of the text (not
+    negated: "can't I use it with ..." is about something else) says what that topic implies,
+    the option off, and nothing else. "加了 find_unused_parameters=True 就能跑了，会影响精度吗"
+    reads that the flag was off before it rescued the job, and asks about the flag itself. (A
+    text that says the fix was not applied and that it still fails is a description: see
+    `understand`.)"""
     by_id = {topic.id: topic for topic in lexicon.topics}
     topics = tuple(
         by_id[t].turned_off
-        if by_id[t].turned_off and _says_otherwise(said, by_id[t].implies)
+        if by_id[t].turned_off and _says_only(affirmed, by_id[by_id[t].turned_off].implies)
         else t
         for t in intent.topics
     )
@@ -807,6 +837,19 @@ def _turned_off(lexicon: _Lexicon, intent: Intent, said: Mapping[str, Any]) -> I
     )
 
 
+def _says_only(readings: list[Reading], implied: Mapping[str, Any]) -> bool:
+    """Whether a confident reading says some of the facts a topic implies and nothing else."""
+    return any(
+        r.confidence >= USE_THRESHOLD
+        and r.facts
+        and all(implied.get(key, _UNSAID) == value for key, value in r.facts.items())
+        for r in readings
+    )
+
+
+_UNSAID = object()
+
+
 def _says_otherwise(facts: Mapping[str, Any], implied: Mapping[str, Any]) -> bool:
     """Whether the text says otherwise of a fact a fix it names implies."""
     return any(key in facts and facts[key] != value for key, value in implied.items())
@@ -820,7 +863,7 @@ def _reports_an_error(lexicon: _Lexicon, doc: _Doc, intent: Intent | None) -> bo
 
 def _says_what_is_asked(lexicon: _Lexicon, doc: _Doc, quoted=()) -> bool:
     """A strong cue of any aspect ("slow", "still get the error", "side effects")."""
-    return any(_cued(words, doc, quoted) for _, words, _, _ in lexicon.aspects)
+    return any(_cued(aspect.strong, doc, quoted) for aspect in lexicon.aspects)
 
 
 def _cued(words: _Words, doc: _Doc, quoted) -> bool:
@@ -841,9 +884,9 @@ def _opening_aspect(lexicon: _Lexicon, doc: _Doc, sentences) -> str | None:
     first, end = sentences[0]
     while first < end and doc.text[first] in _OPENING_SKIP:
         first += 1
-    for aspect_id, _, _, words in lexicon.aspects:
-        if words.first(doc, first, end) == first:
-            return aspect_id
+    for aspect in lexicon.aspects:
+        if aspect.opening.first(doc, first, end) == first:
+            return aspect.id
     return None
 
 
@@ -860,11 +903,13 @@ def _aspect(
     # A strong cue ("slow down", "still get the error") names what is asked by itself; a weak
     # one ("still", "or", "problem") often means something else, so it counts only where no
     # aspect has a strong cue: "does it still slow training down?" asks about the cost.
-    strong = [aspect_id for aspect_id, words, _, _ in lexicon.aspects if _cued(words, doc, quoted)]
-    weak = [aspect_id for aspect_id, _, words, _ in lexicon.aspects if _cued(words, doc, quoted)]
-    if not several:  # "which is better" about one fix: not a comparison
-        strong = [a for a in strong if a != "difference"]
-        weak = [a for a in weak if a != "difference"]
+    # Where the text names one fix, an aspect with `one_fix` cues counts only through them:
+    # "which is better?" about one fix is no comparison, "X 和分别 backward 有什么区别" is.
+    aspects = [
+        a for a in lexicon.aspects if several or a.one_fix is None or _cued(a.one_fix, doc, quoted)
+    ]
+    strong = [a.id for a in aspects if _cued(a.strong, doc, quoted)]
+    weak = [a.id for a in aspects if _cued(a.weak, doc, quoted)]
     found = strong or ([opening] if opening else weak)
     return found[0] if found else None
 
