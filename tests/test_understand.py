@@ -162,6 +162,30 @@ def test_a_hedge_lowers_the_confidence_below_use():
         ),
         ("use_reentrant=True 跟 False 到底有啥区别？", ("checkpoint_non_reentrant",), "difference"),
         ("Which one is better for my model, static_graph?", ("static_graph",), None),
+        # a fix named by what it does or by what the error says of it
+        (
+            "Is the option the error message suggested safe to leave on?",
+            ("find_unused_parameters",),
+            "safe",
+        ),
+        (
+            "DDP looks for unused parameters every step, what does that cost?",
+            ("find_unused_parameters",),
+            "cost",
+        ),
+        (
+            "How much faster is it if I set find_unused_parameters back to False?",
+            ("disable_find_unused",),
+            "cost",
+        ),
+        ("把 find_unused_parameters 改回 False 会变快吗", ("disable_find_unused",), "cost"),
+        (
+            "Does summing up all the task losses before backward use more memory?",
+            ("sum_losses_single_backward",),
+            "cost",
+        ),
+        ("两个 loss 合成一次反向会不会影响精度？", ("sum_losses_single_backward",), "safe"),
+        ("Why is TORCH_DISTRIBUTED_DEBUG=DETAIL so slow?", ("debug_level_info",), "cost"),
         ("I can't make it work even with _set_static_graph()", ("static_graph",), "still_fails"),
     ],
 )
