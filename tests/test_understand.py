@@ -362,3 +362,51 @@ def test_a_statement_that_an_error_happened_with_a_fix_named_is_no_question():
     # asked, it is a question
     asked = understand(KB, "Why do I get an error with find_unused_parameters=True?")
     assert not asked.reports_error and asked.intent is not None
+
+
+@pytest.mark.parametrize(
+    ("sentence", "reading"),
+    [
+        ("某个模块没有被用到", "module_not_called"),
+        ("这个 head 的参数没有被使用", "module_not_called"),
+        ("编码器没有用到", "module_not_called"),
+        ("backbone is never called in forward", "module_not_called"),
+        ("解码器里有一个分类器没被调用", "module_not_called"),
+        ("加了 find_unused_parameters 之后跑通了", "fup_works"),
+        ("with find_unused_parameters=True it works now", "fup_works"),
+        ("个别 rank 跳过了 decoder", "branch_ranks"),
+        ("one of the ranks skips the decoder", "branch_ranks"),
+        ("某块卡上这个分支没走", "branch_ranks"),
+        ("梯度回传两次", "backward_many"),
+        ("每个 step 做了两次 bp", "backward_many"),
+        ("启用 find_unused_parameters 之后报错", "fup_set"),
+        ("配置了 find_unused_parameters，还是报错", "fup_set"),
+        ("移除了 find_unused_parameters=True 之后又报错", "fup_turned_off"),
+        ("when an image has no boxes the mask head is skipped", "branch_steps"),
+        ("有的 batch 是空 batch", "branch_steps"),
+        ("某张卡上的图片没有框，这个分支就不走了", "branch_ranks"),
+        ("降级到 1.13 就好了", "worked_before"),
+        ("downgrading lightning fixed it", "worked_before"),
+        ("原来可以正常训练", "worked_before"),
+        ("训练到一半冻结了 encoder", "frozen_later"),
+        ("包 DDP 以前冻结了 backbone", "frozen_before"),
+        ("在 DDP 包装前冻结了 backbone", "frozen_before"),
+        ("有两个 head，一个分类一个回归", "multitask"),
+        ("两个损失相加后 backward", "multitask"),
+        ("开了 checkpoint 省显存", "checkpointing"),
+        ("仅当 loss 大于 0 时才 backward", "branch_steps"),
+        ("这个分支没有进入计算图", "branch_steps"),
+        ("forward 里有控制流，每个 step 不一样", "branch_steps"),
+        ("正向传播两次", "forwards_many"),
+    ],
+)
+def test_what_one_language_says_the_other_says_too(sentence, reading):
+    """English and Chinese name the same things (a parity audit of the lexicon, 2026-12-07):
+    the 被-passive and 从未 for a module never called, 跑通了 / "works now" for the flag rescuing
+    the job, one rank (个别 rank, 某块卡) for a branch on ranks, 梯度回传 and bp for backward,
+    a freeze before or during training, an empty batch skipping a head."""
+    found = understand(KB, sentence)
+    assert reading in [r.id for r in found.readings if not r.negated], (
+        sentence,
+        [(r.id, r.negated) for r in found.readings],
+    )
