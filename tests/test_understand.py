@@ -410,3 +410,17 @@ def test_what_one_language_says_the_other_says_too(sentence, reading):
         sentence,
         [(r.id, r.negated) for r in found.readings],
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "fact", "value"),
+    [
+        # the wrapping comes after the freeze: the order the fix asks for
+        ("I freeze the backbone, then wrap the model in DDP", "requires_grad_changed", False),
+        ("I wrap the model in DDP and then freeze the backbone", "requires_grad_changed", True),
+        # "you can see" shows what was done; it advises nothing
+        ("you can see I set find_unused_parameters=True", "find_unused_enabled", True),
+    ],
+)
+def test_who_does_what_and_in_which_order(text, fact, value):
+    assert understand(KB, text).facts.get(fact) == value
