@@ -837,6 +837,9 @@ def _turned_off(lexicon: _Lexicon, intent: Intent, affirmed: list[Reading]) -> I
     )
 
 
+_UNSAID = object()  # a fact the reading does not hold (None could be a value)
+
+
 def _says_only(readings: list[Reading], implied: Mapping[str, Any]) -> bool:
     """Whether a confident reading says some of the facts a topic implies and nothing else."""
     return any(
@@ -845,9 +848,6 @@ def _says_only(readings: list[Reading], implied: Mapping[str, Any]) -> bool:
         and all(implied.get(key, _UNSAID) == value for key, value in r.facts.items())
         for r in readings
     )
-
-
-_UNSAID = object()
 
 
 def _says_otherwise(facts: Mapping[str, Any], implied: Mapping[str, Any]) -> bool:
