@@ -31,5 +31,20 @@ def cli(*args: str, input: bytes | str | None = None, env: dict | None = None, t
     return result
 
 
+def script_module(path: str):
+    """A script of the repository (`bench/right_fix.py`) imported as a module, once per test
+    run: registered under its name, as its dataclasses look their module up by name, and shared
+    by every test file that uses it instead of executed again for each."""
+    import importlib.util
+
+    name = Path(path).stem
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
 def has_chinese(text: str) -> bool:
     return any("\u4e00" <= ch <= "\u9fff" for ch in text)

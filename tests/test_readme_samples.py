@@ -3,15 +3,9 @@ real command and compared (scripts/readme_samples.py rewrites them)."""
 
 from __future__ import annotations
 
-import importlib.util
+from helpers import script_module
 
-from helpers import ROOT
-
-_spec = importlib.util.spec_from_file_location(
-    "readme_samples", ROOT / "scripts" / "readme_samples.py"
-)
-samples = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(samples)
+samples = script_module("scripts/readme_samples.py")
 
 
 def test_every_sample_is_in_the_readme():

@@ -10,7 +10,7 @@ import yaml
 from ddp_doctor.knowledge.kb import load
 from ddp_doctor.reading import retrieve
 from ddp_doctor.reading.post import split_post
-from helpers import ROOT, cli
+from helpers import ROOT, cli, script_module
 
 KB = load()
 EXAMPLES = yaml.safe_load((ROOT / "rules" / "examples.yaml").read_text(encoding="utf-8"))
@@ -77,14 +77,7 @@ def test_the_calibration_answers_no_dev_description_as_a_question():
 
 
 def _bench():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "text_accuracy", ROOT / "bench" / "text_accuracy.py"
-    )
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
+    return script_module("bench/text_accuracy.py")
 
 
 def test_the_weight_of_a_descriptions_nearest_examples_is_the_one_fitted_on_dev():

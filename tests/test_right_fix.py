@@ -7,17 +7,10 @@ Everything runs through the installed command line, as a user would (about 1,000
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from helpers import ROOT, script_module
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("right_fix", ROOT / "bench" / "right_fix.py")
-right_fix = importlib.util.module_from_spec(_spec)
-sys.modules["right_fix"] = right_fix  # its dataclasses look their module up by name
-_spec.loader.exec_module(right_fix)
+right_fix = script_module("bench/right_fix.py")
 
 # The share of these cases that reach a right fix within 3 answers may not fall below this.
 # Measured on main 46027a5 (2026-12-04, before issue 20's changes): 32 of 54. After them

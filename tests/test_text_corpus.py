@@ -3,16 +3,12 @@ what bench/text_accuracy.py measured (the figures are in README and bench/TEXT.m
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 from ddp_doctor.knowledge.kb import load
-from helpers import ROOT
+from helpers import ROOT, script_module
 
 KB = load()
-_spec = importlib.util.spec_from_file_location("text_accuracy", ROOT / "bench" / "text_accuracy.py")
-bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bench)
+bench = script_module("bench/text_accuracy.py")
 SENTENCES, QUESTIONS = bench.load_corpus()
 
 

@@ -6,17 +6,13 @@ of fixes and causes alone, without seeing a rule, an example or the tool's outpu
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 import yaml
 from ddp_doctor.knowledge.kb import load
-from helpers import ROOT
+from helpers import ROOT, script_module
 
 KB = load()
-_spec = importlib.util.spec_from_file_location("text_accuracy", ROOT / "bench" / "text_accuracy.py")
-bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bench)
+bench = script_module("bench/text_accuracy.py")
 BATCHES = sorted((ROOT / "bench" / "synthetic").glob("*.yaml"))
 
 
