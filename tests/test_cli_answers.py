@@ -148,3 +148,37 @@ def test_an_answer_outranks_the_saved_description(tmp_path):
     report = json.loads(proc.stdout)
     assert "gradient_checkpointing" in [c["id"] for c in report["causes"]][:2]
     assert "find_unused_parameters" not in [f["id"] for f in report["fixes"]]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "find_unused_parameters=True is on and PyTorch says it did not find any unused "
+        "parameters; one layer runs on even steps only.",
+        "开了 find_unused_parameters=True，PyTorch 说没找到未使用的参数；有一层只在偶数 step 执行。",
+    ],
+)
+def test_the_warning_told_in_words_is_the_error_diagnosed(tmp_path, said):
+    """A text that tells PyTorch's warning in words, not the reduction error, is diagnosed as
+    that warning: with a branch on some steps, turning the flag off (the warning's usual fix)
+    is warned against, and a truthful user is led to keeping it, by `ask` and by the replay of
+    a saved description alike."""
+    asked = json.loads(run("ask", said, "--json", "--lang", "en").stdout)
+    answers = tmp_path / "a.yaml"
+    answers.write_text(f"said: {json.dumps(said, ensure_ascii=False)}\nbackward_calls: one\n")
+    replayed = json.loads(run("--answers", str(answers), "--json", "--lang", "en").stdout)
+    for report in (asked, replayed):
+        assert report["family"] == "unused_params_warning"
+        assert "disable_find_unused" in [w["id"] for w in report["warnings"]]
+        assert "disable_find_unused" not in [f["id"] for f in report["fixes"]]
+    assert [f["id"] for f in replayed["fixes"]] == ["keep_find_unused"]
+
+
+def test_a_pasted_error_outranks_the_warning_told_in_words(tmp_path):
+    """The log says which error it is better than a sentence about it: a description naming
+    the warning beside a pasted reduction error keeps the error's family."""
+    fixture = FIXTURES / "versions" / "torch_1_10_flag_on.txt"
+    answers = tmp_path / "a.yaml"
+    answers.write_text('said: "PyTorch says it did not find any unused parameters"\n')
+    proc = run("--answers", str(answers), "--paste", str(fixture), "--json")
+    assert json.loads(proc.stdout)["family"] == "unfinished_reduction"

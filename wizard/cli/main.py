@@ -356,11 +356,11 @@ def _diagnose_told(kb, args, understood, result, besides, lang: str, fmt: str) -
     from ..reasoning.engine import diagnose, next_question
     from ..talk import ask
     from ..talk import readers as reading
-    from ..talk.interview import default_family
 
     facts = reading.facts_with_leans(kb, understood.facts, understood.text)
     told = result is not None and bool(result.findings)
-    facts["family"] = result.facts["family"] if told else default_family(kb)
+    facts = reading.beside_an_error(told, facts)
+    facts["family"] = reading.family_told(kb, result, facts)
     diagnosis = diagnose(kb, result, facts)
     modules = result.unused_modules if result else ()
     upcoming = next_question(kb, diagnosis.facts, [], modules, 0)
@@ -537,6 +537,7 @@ def cmd_answers(kb, args, lang: str) -> int:
         split_said,
     )
     from ..talk.interview import Interview
+    from ..talk.readers import beside_an_error
 
     said, answers, said_later = split_said(load_answers(args.answers))
     if args.save:  # before any work: a refused file is known now
@@ -550,6 +551,7 @@ def cmd_answers(kb, args, lang: str) -> int:
     modules = start.modules if result is not None else modules_in_answers(kb, answers)
     # in the session's order: the description, the answers, then details typed afterwards
     read = facts_said(kb, {}, said, True)  # the description, read once
+    read = beside_an_error(start.found_error, read)
     facts = apply_answers(kb, {**start.facts, **read}, answers, modules)
     facts = answers_win(kb, facts, read)  # what was only read gives way, as in the session
     facts = facts_said(kb, facts, said_later)

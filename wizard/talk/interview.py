@@ -90,7 +90,7 @@ class Interview:
         text = text.strip()
         if not text:
             return {}
-        from .readers import facts_with_leans
+        from .readers import beside_an_error, facts_with_leans
 
         self.description = text
         if not self.found_error:
@@ -98,7 +98,7 @@ class Interview:
         found = engine.facts_from_text(self.kb, text)
         # and how near the story is to each cause's reports: it moves the ranking, yet it is
         # no fact the user stated, so it is not among what the session says it understood
-        with_leans = facts_with_leans(self.kb, found, text)
+        with_leans = beside_an_error(self.found_error, facts_with_leans(self.kb, found, text))
         if with_leans:
             self.text_facts = with_leans
             self.facts.update(with_leans)

@@ -45,6 +45,24 @@ def facts_with_leans(kb, facts: Mapping[str, Any], text: str) -> dict[str, Any]:
     return facts
 
 
+def beside_an_error(found_error: bool, facts: Mapping[str, Any]) -> dict[str, Any]:
+    """What a description says, less the error it names in words when an error was pasted or
+    quoted: the log says which error it is better than a sentence about it can."""
+    facts = dict(facts)
+    if found_error:
+        facts.pop("family", None)
+    return facts
+
+
+def family_told(kb, result, facts: Mapping[str, Any]) -> str:
+    """The error to diagnose: the one a paste or a quoted log shows, else the one the text
+    tells in words ("PyTorch says it found no unused parameters": the warning, not the usual
+    error), else the usual one (causes.yaml `engine: default_family`)."""
+    if result is not None and result.findings:
+        return result.facts["family"]
+    return facts.get("family") or kb.engine["default_family"]
+
+
 def read_post(kb, text: str) -> tuple[Post, list[str]]:
     """The post's parts and the sentences that ask (the lexicon's question cues), in order."""
     from ..reading.understand import understand
