@@ -775,14 +775,21 @@ def kept_before() -> str:
     return match.group(1) if match else ""
 
 
+def wrong_row_cases(outcomes: list[Outcome]) -> list[str]:
+    """Each case whose first report has a decision-table row for a failing fix that its
+    truthful user's answers satisfy, with those fixes."""
+    runs = [r for o in outcomes for r in o.runs]
+    return sorted(
+        {f"{r.case.id} ({r.variant}): {', '.join(r.wrong_rows)}" for r in runs if r.wrong_rows}
+    )
+
+
 def write_report(outcomes: list[Outcome], truths: dict, session: list[str], before: str) -> None:
     runs = [r for o in outcomes for r in o.runs]
     unknown = sorted({u for r in runs for u in r.unknown})
     lost = sorted({fact for r in runs for fact in r.lost})
     unclassified = sorted({f for r in runs for f in r.unclassified})
-    wrong_rows = sorted(
-        {f"{r.case.id} ({r.variant}): {', '.join(r.wrong_rows)}" for r in runs if r.wrong_rows}
-    )
+    wrong_rows = wrong_row_cases(outcomes)
     lines = [INTRO.format(cap=MAX_ANSWERS)]
     if before:
         lines += ["## Before (main at 46027a5, 2026-12-04, when the benchmark was written)", ""]
@@ -1200,6 +1207,7 @@ def main(argv: list[str] | None = None) -> int:
             outcomes = run_all(cases, truths, workdir)
             print("\n".join(table_lines(outcomes)))
             print("\n".join(miss_lines(outcomes)))
+            print("\nwrong rows:", "; ".join(wrong_row_cases(outcomes)) or "none")
             if args.session:  # the same sentences told to the interactive session
                 print("\n".join(session_sample(outcomes, args.session, workdir)))
         return 0

@@ -187,6 +187,48 @@ def test_a_hedge_lowers_the_confidence_below_use():
         ("两个 loss 合成一次反向会不会影响精度？", ("sum_losses_single_backward",), "safe"),
         ("Why is TORCH_DISTRIBUTED_DEBUG=DETAIL so slow?", ("debug_level_info",), "cost"),
         ("I can't make it work even with _set_static_graph()", ("static_graph",), "still_fails"),
+        # a comparison whose other side is the same fix spelled another way
+        (
+            "Is calling _set_static_graph() the same thing as passing static_graph=True?",
+            ("static_graph",),
+            "difference",
+        ),
+        (
+            "How do I get static_graph=True when I train with Lightning?",
+            ("static_graph",),
+            "framework",
+        ),
+        (
+            "TORCH_DISTRIBUTED_DEBUG=INFO and DETAIL: what's the difference?",
+            ("debug_level_info",),
+            "difference",
+        ),
+        # putting a left-out task's loss into the total, and keeping the flag the model needs
+        (
+            "Will adding the forgotten depth loss into the total change my other tasks' accuracy?",
+            ("include_all_task_losses",),
+            "safe",
+        ),
+        (
+            "漏加的那个任务 loss 加进总 loss 以后，训练会变慢吗？",
+            ("include_all_task_losses",),
+            "cost",
+        ),
+        (
+            "把漏掉的 loss 加回去，会不会改变其他任务的训练效果？",
+            ("include_all_task_losses",),
+            "safe",
+        ),
+        (
+            "We have to keep find_unused_parameters=True for the MoE layers; how slow is that?",
+            ("keep_find_unused", "find_unused_parameters"),
+            "cost",
+        ),
+        (
+            "分支不是每个 step 都走，为什么还是要保留 find_unused_parameters？",
+            ("keep_find_unused", "find_unused_parameters"),
+            "why",
+        ),
     ],
 )
 def test_questions_about_the_knowledge_base(text, fixes, aspect):
