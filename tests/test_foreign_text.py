@@ -79,6 +79,19 @@ def test_every_control_and_invisible_character_is_shown_as_an_escape():
     assert not missed
 
 
+def test_no_character_of_the_classes_is_printable():
+    # `escape_invisible` and `dumps` skip the regex for printable text (foreign.py): sound
+    # only while `isprintable` refuses every character the classes hold
+    import re
+
+    from ddp_doctor.common import foreign
+
+    for cls in (foreign._UNSAFE_CLASS, foreign._JSON_UNSAFE_CLASS):
+        pattern = re.compile(cls)
+        printable = [c for c in range(sys.maxunicode + 1) if chr(c).isprintable()]
+        assert not [f"U+{c:04X}" for c in printable if pattern.match(chr(c))]
+
+
 def test_escapes_name_the_character_and_keep_the_rest():
     assert shown("a\x1b[31mb\u202ec", "terminal") == "a\\x1b[31mb\\u202ec"
     assert shown("训练\u200b", "markdown") == "训练\\u200b"

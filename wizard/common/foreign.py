@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 
+from .lazy_regex import LazyRegex
+
 # Control characters (C0 but tab, DEL, C1), line and paragraph separators, and the format
 # characters (Unicode category Cf: bidi marks, embeddings, overrides and isolates,
 # zero-width space/joiners, word joiner, BOM, soft hyphen, tag characters, ...). A test
@@ -61,6 +63,8 @@ def _escape(match: re.Match) -> str:
 
 def escape_invisible(text: str) -> str:
     """Every control, separator and invisible format character as a visible escape."""
+    if text.isprintable():  # none of the class's characters is printable (a test checks)
+        return text
     return _compiled(_UNSAFE_CLASS).sub(_escape, text)
 
 
@@ -81,7 +85,7 @@ def shown_fields(fields: dict, output: str = "terminal") -> dict:
     return {k: shown(v, output) if isinstance(v, str) else v for k, v in fields.items()}
 
 
-_BACKTICKS = re.compile(r"`+")
+_BACKTICKS = LazyRegex(r"`+")  # compiled only for text that holds a backtick
 
 
 def code_span(text: object) -> str:
@@ -92,7 +96,7 @@ def code_span(text: object) -> str:
     space pads text that starts or ends with a backtick (CommonMark strips one each side).
     """
     value = escape_invisible(str(text))
-    longest = max((len(run) for run in _BACKTICKS.findall(value)), default=0)
+    longest = max((len(run) for run in _BACKTICKS.findall(value)), default=0) if "`" in value else 0
     fence = "`" * (longest + 1)
     spaced = value[:1] == value[-1:] == " " and value.strip(" ")
     pad = " " if not value or value[0] == "`" or value[-1] == "`" or spaced else ""
@@ -123,7 +127,17 @@ def dumps(data: object) -> str:
     Outside strings JSON holds only ASCII punctuation, so every unsafe character found is
     inside a string, where `\\uXXXX` is the same character to a parser.
     """
-    import json  # here: a terminal report never needs it
+    from .json_text import Unwritten, indented
 
-    document = json.dumps(data, ensure_ascii=False, indent=2)
+    try:
+        document = indented(data)  # json.dumps's text without importing json (json_text.py)
+    except Unwritten:
+        import json  # here: a terminal report never needs it
+
+        document = json.dumps(data, ensure_ascii=False, indent=2)
+    if document.replace("\n", "").isprintable():
+        # every character of the class is one `isprintable` refuses (a test checks each), so
+        # a document whose lines are printable holds none: the class (~0.3 ms to compile)
+        # is not compiled for it
+        return document
     return _compiled(_JSON_UNSAFE_CLASS).sub(_json_escape, document)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ..common.lazy_regex import LazyRegex
 from .normalise import LOST
 
 # typing is only read by type checkers: importing it costs start-up time
@@ -20,10 +21,11 @@ MIN_LIST_ITEMS = 3  # a line of this many comma-separated names is a list
 
 # PyTorch names parameters by attribute path: dotted identifiers (`decoder.0.weight`), ASCII
 # in practice; Chinese text glued to a name after a lost line break ("weight结束") is not one
-_PARAMETER_NAME = re.compile(r"[A-Za-z_]\w*(?:\.\w+)*", re.ASCII)
+# (compiled on first use, as the other two: most logs hold no list of names)
+_PARAMETER_NAME = LazyRegex(r"[A-Za-z_]\w*(?:\.\w+)*", re.ASCII)
 # (?<!\s): a search over a long run of spaces starts only once, not at every space
-_LIST_TOKEN = re.compile(r"(?<!\s)\s*([^\s,]+)")
-_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
+_LIST_TOKEN = LazyRegex(r"(?<!\s)\s*([^\s,]+)")
+_BULLET = LazyRegex(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
 CLOSING = "\"'`.;:)]}>"
 WRAP_WIDTH = 60  # a line this long that ends inside a name was cut by the terminal
 

@@ -11,21 +11,21 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from ..common.lazy_regex import LazyRegex
 from ..common.record import record
 
 # ECMA-48 CSI sequences (colours, cursor moves) and OSC sequences (titles, hyperlinks).
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]?")
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_ANSI = LazyRegex(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]?")
+_LINE_BREAK = LazyRegex(r"\r\n|\r|\n")
+_CONTROL = LazyRegex(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # A control character (NUL, a bare CR) between two characters of a name (word or dot)
 # stands where a character was lost or overwritten: `model.head.weight\0evil` is neither
 # `model.head.weightevil` nor `model.head.weight`. U+FFFD marks the spot (on both sides of a
 # CR, which still breaks the line), so no name is glued from the two parts: tokens holding
 # it are text, never names.
 LOST = "\ufffd"
-_GLUING_CONTROL = re.compile(r"(?<=[\w.])[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]+(?=[\w.])")
-_GLUING_CR = re.compile(r"(?<=[\w.])\r(?=[\w.])")
-_SPACE_RUN = re.compile(r"\s+")
+_GLUING_CONTROL = LazyRegex(r"(?<=[\w.])[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]+(?=[\w.])")
+_GLUING_CR = LazyRegex(r"(?<=[\w.])\r(?=[\w.])")
 
 
 @record
@@ -42,12 +42,16 @@ def _ANY(_text: str) -> bool:
 
 
 def strip_ansi(text: str) -> str:
+    if "\x1b" not in text:  # every sequence starts with ESC: most logs have none
+        return text
     return _ANSI.sub("", text)
 
 
 def collapse_space(text: str) -> str:
     """One space for any run of whitespace: C++ messages break lines mid-sentence."""
-    return _SPACE_RUN.sub(" ", text).strip()
+    # `str.split()` splits at the characters `\s` matches (both read Py_UNICODE_ISSPACE), so
+    # this is `re.sub(r"\s+", " ", text).strip()` without a regex
+    return " ".join(text.split())
 
 
 def strip_prefixes(text: str, prefixes: Sequence[re.Pattern]) -> tuple[int | None, str]:
@@ -70,7 +74,10 @@ def clean_lines(text: str, prefixes: Sequence[re.Pattern], first_number: int = 1
     """Split `text` into normalised lines; `first_number` is the source line of its start."""
     lines: list[Line] = []
     text = strip_ansi(text)
-    if "\r" in text or _CONTROL.search(text):
+    # a text without control characters keeps none after the next line: each line then
+    # needs no `_CONTROL.sub`
+    has_control = _CONTROL.search(text) is not None
+    if "\r" in text or has_control:
         text = _GLUING_CR.sub(LOST + "\r" + LOST, _GLUING_CONTROL.sub(LOST, text))
     # a prefix whose needed text is nowhere in the window cannot start a line of it (and a
     # rules prefix not compiled yet then never is: see kb.LazyPattern)
@@ -78,7 +85,7 @@ def clean_lines(text: str, prefixes: Sequence[re.Pattern], first_number: int = 1
     number = first_number
     for match in _iter_lines(text):
         raw, ends_with_cr = match
-        rank, body = strip_prefixes(_CONTROL.sub("", raw), prefixes)
+        rank, body = strip_prefixes(_CONTROL.sub("", raw) if has_control else raw, prefixes)
         if "\\n" in body or "<br" in body or "<BR" in body:
             for part in _escaped_lines(body):
                 lines.append(Line(number, rank, part.rstrip()))
@@ -105,6 +112,14 @@ def _escaped_lines(body: str) -> list[str]:
 
 
 def _iter_lines(text: str) -> Iterable[tuple[str, bool]]:
+    if "\r" not in text:  # only "\n" breaks it: `split`, without the regex
+        parts = text.split("\n")
+        last = parts.pop()
+        for part in parts:
+            yield part, False
+        if last:  # what follows the last break, if anything does
+            yield last, False
+        return
     start = 0
     for brk in _LINE_BREAK.finditer(text):
         yield text[start : brk.start()], brk.group() == "\r"
