@@ -13,10 +13,11 @@ the parser has to speak before it has parsed anything.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 from collections.abc import Iterator, Sequence
+
+from ..common.scoped import scoped
 
 # typing is only read by type checkers: importing it costs start-up time
 TYPE_CHECKING = False
@@ -85,7 +86,7 @@ def lang_from_argv(argv: Sequence[str]) -> str:
     return requested if requested in SUPPORTED else detect_lang()
 
 
-@contextlib.contextmanager
+@scoped
 def _argparse_speaks(texts: Texts) -> Iterator[None]:
     """Swap argparse's gettext functions for our lookup, and put them back."""
     saved = argparse._, argparse.ngettext
@@ -100,7 +101,7 @@ def _argparse_speaks(texts: Texts) -> Iterator[None]:
         argparse._, argparse.ngettext = saved
 
 
-@contextlib.contextmanager
+@scoped
 def argparse_english() -> Iterator[None]:
     """argparse's words as it writes them, while a parser is built.
 

@@ -19,7 +19,6 @@ whole command:
 from __future__ import annotations
 
 import codecs
-import contextlib
 import errno
 import io
 import os
@@ -27,6 +26,7 @@ import sys
 from collections.abc import Callable, Iterator
 
 from .record import field, record
+from .scoped import scoped
 
 EXIT_OUTPUT = 3  # cli's "input or output file problem"; only used for a failing stdout
 
@@ -91,9 +91,7 @@ class StreamGuard:
 
     def finish(self, code: int, say: Callable[[str], None]) -> int:
         """The exit code after the output is flushed; `say(reason)` reports a failed stdout."""
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
+        _flush_both()
         failure = self.stdout_failure
         if failure is None or failure.errno == errno.EPIPE:
             return code  # the reader left: nothing went wrong on our side
@@ -153,7 +151,17 @@ def _text_stream(original, writer: _GuardedWriter, line_buffering: bool) -> io.T
     )
 
 
-@contextlib.contextmanager
+def _flush_both() -> None:
+    """Flush stdout and stderr; a closed or broken one is what `finish` reports, not an error
+    here (a loop of try/except rather than `contextlib.suppress`: see scoped.py)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:  # noqa: SIM105
+            stream.flush()
+        except Exception:  # noqa: BLE001, S110
+            pass
+
+
+@scoped
 def guarded() -> Iterator[StreamGuard]:
     """Install the guarded streams for the duration of a command; restore them after."""
     closed = _fill_closed_descriptors()
@@ -173,7 +181,5 @@ def guarded() -> Iterator[StreamGuard]:
     try:
         yield guard
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
+        _flush_both()
         sys.stdin, sys.stdout, sys.stderr = saved
