@@ -61,9 +61,9 @@ def poisoned(path: str) -> bytes:
 
 def with_header(payload: bytes, magic: str, fmt: str, codec: str) -> bytes:
     """A cache file's bytes: the header line with the payload's size and digest, then it."""
-    from hashlib import blake2b
+    from ddp_doctor.knowledge.rules_cache import _digest
 
-    digest = blake2b(payload, digest_size=16).hexdigest()
+    digest = _digest(payload)
     return f"{magic} {fmt} {codec} {len(payload)} {digest}\n".encode() + payload
 
 

@@ -585,8 +585,8 @@ def _find_file(rules_dirs: list[str], name: str) -> str | None:
 
 # Bump when the loader changes what it stores (e.g. _tidy_chinese), so old caches miss.
 # 4: a header line with the payload's size and digest; 5: PIECES_KEY; 6: marshal; 7: CODE_KEY;
-# 8: PACKED_KEY; 9: the lexicon's `names` packed with it
-CACHE_FORMAT = 9
+# 8: PACKED_KEY; 9: the lexicon's `names` packed with it; 10: the payload checked by CRC-32
+CACHE_FORMAT = 10
 CACHE_CODEC = "marshal"  # rules_cache.py
 # what regex_pieces.py found for each regex, stored beside the rules in the cache
 PIECES_KEY = "regex_pieces"
