@@ -203,6 +203,36 @@ def test_a_hedge_lowers_the_confidence_below_use():
             ("debug_level_info",),
             "difference",
         ),
+        # two fixes named together and not compared are the fix that does both; the part named
+        # first tells which of two such fixes
+        (
+            "We need find_unused_parameters=True plus non-reentrant checkpointing; how slow is that?",
+            ("find_unused_parameters_any_checkpointing",),
+            "cost",
+        ),
+        (
+            "先把检查点换成 use_reentrant=False，再打开 find_unused_parameters，Lightning 里怎么写？",
+            ("checkpoint_non_reentrant_with_flag",),
+            "framework",
+        ),
+        (
+            "If I sum the losses into one backward and keep find_unused_parameters=True, is that safe?",
+            ("sum_losses_with_flag",),
+            "safe",
+        ),
+        (
+            "use_reentrant=False 和 find_unused_parameters=True 有什么区别？",
+            ("checkpoint_non_reentrant", "find_unused_parameters"),
+            "difference",
+        ),
+        # "this option" is the fix the text names, not the setting the error points at
+        ("听说 static_graph=True 能解决这个报错，这个选项到底做了什么？", ("static_graph",), "why"),
+        (
+            "I read that static_graph=True helps; what does this option tell DDP?",
+            ("static_graph",),
+            "why",
+        ),
+        ("这个选项在 Lightning 里怎么设置？", ("find_unused_parameters",), "framework"),
         # putting a left-out task's loss into the total, and keeping the flag the model needs
         (
             "Will adding the forgotten depth loss into the total change my other tasks' accuracy?",

@@ -213,6 +213,8 @@ class _Topic:
     spelled: _Words  # its option as written in code: a reading of these alone tells no set-up
     context: frozenset[str]  # readings a statement about it in general may hold besides
     turned_off: str | None = None  # the topic asked about where the text turns its option off
+    alone: bool = False  # it counts only where the text names no other topic
+    combines: tuple[str, ...] = ()  # the topics that, named together, are this fix
 
 
 @dataclass(frozen=True)
@@ -272,7 +274,8 @@ def _topics(kb: KnowledgeBase, raw: Mapping[str, Any], terms) -> tuple[_Topic, .
     """lexicon.yaml `topics`, checked: each names a known fix, its `turned_off` a topic, and a
     topic with no words of its own is one some topic turns off to (else nothing could ask it)."""
     entries = raw.get("topics", [])
-    ids = {topic["id"] for topic in entries}
+    by_name = {topic["id"]: topic for topic in entries}
+    ids = set(by_name)
     turned_to = {topic.get("turned_off") for topic in entries}
     topics = []
     for topic in entries:
@@ -284,21 +287,31 @@ def _topics(kb: KnowledgeBase, raw: Mapping[str, Any], terms) -> tuple[_Topic, .
         elif name in turned_to and not topic.get("implies"):
             # the text turns to it by saying what it implies (_turned_off)
             problem = "a topic turns off to it, but it implies no fact to say so"
-        elif not topic.get("match") and name not in turned_to:
-            problem = "no words to match, and no topic turns off to it"
+        elif set(topic.get("combines") or ()) - ids or len(topic.get("combines") or "ab") < 2:
+            problem = (
+                f"combines names fewer than two topics, or unknown ones: {topic['combines']!r}"
+            )
+        elif not topic.get("match") and name not in turned_to and not topic.get("combines"):
+            problem = "no words to match, no topic turns off to it, and it combines none"
         else:
             problem = None
         if problem is not None:
             raise RulesError("lexicon.yaml", None, f"topic {name!r}: {problem}")
+        # a fix that combines others is spelled as they are, and is for what they are for
+        parts = [by_name[part] for part in topic.get("combines") or ()]
+        spelled = [w for t in (topic, *parts) for w in t.get("spelled") or ()]
+        context = {c for t in (topic, *parts) for c in t.get("context") or ()}
         topics.append(
             _Topic(
                 id=name,
                 fix=topic["fix"],
                 implies=dict(topic.get("implies") or {}),
                 words=_words(_expanded(raw, terms, topic.get("match") or [])),
-                spelled=_words(_expanded(raw, terms, topic.get("spelled") or [])),
-                context=frozenset(topic.get("context") or ()),
+                spelled=_words(_expanded(raw, terms, spelled)),
+                context=frozenset(context),
                 turned_off=topic.get("turned_off"),
+                alone=bool(topic.get("alone")),
+                combines=tuple(topic.get("combines") or ()),
             )
         )
     return tuple(topics)
@@ -914,16 +927,49 @@ def _aspect(
     return found[0] if found else None
 
 
+def _combined(lexicon: _Lexicon, doc: _Doc, topics: list) -> list:
+    """Two fixes named together and not compared ("find_unused_parameters=True and also
+    non-reentrant checkpointing: where do I set each?") are the fix that does both (a topic's
+    `combines`). Where two such fixes have the same parts, the one whose first part the text
+    names first: 检查点改成 use_reentrant=False、同时打开 find_unused_parameters is the switch
+    of checkpointing with the flag back on. A combining topic's own words must be there too:
+    "gradient checkpointing and find_unused_parameters=True" tells a set-up, not the fix that
+    makes the checkpointing non-reentrant."""
+    named = {t[1]: t for t in topics}
+    fitting = [
+        t
+        for t in lexicon.topics
+        if t.combines
+        and all(p in named for p in t.combines)
+        and (not (t.words.phrases or t.words.regexes) or t.words.first(doc) is not None)
+    ]
+    if not fitting:
+        return topics
+    best = min(fitting, key=lambda t: named[t.combines[0]][0])
+    parts = [named[p] for p in best.combines]
+    implies: dict[str, Any] = {}
+    for part in parts:
+        implies.update(part[3])
+    kept = [t for t in topics if t[1] not in best.combines]
+    return sorted([*kept, (min(p[0] for p in parts), best.id, best.fix, best.implies or implies)])
+
+
 def _intent(lexicon: _Lexicon, doc: _Doc, opening: str | None = None, quoted=()) -> Intent | None:
     topics: list[tuple[int, str, str, Mapping[str, Any]]] = []
     for topic in lexicon.topics:
-        at = topic.words.first(doc)
+        at = None if topic.combines else topic.words.first(doc)
         if at is not None:
             topics.append((at, topic.id, topic.fix, topic.implies))
+    # "this option" is the fix the text names, where it names one (`alone` topics)
+    by_id = {topic.id: topic for topic in lexicon.topics}
+    named = [t for t in topics if not by_id[t[1]].alone]
+    topics = named or topics
     if not topics:
         return None
     topics.sort()
     aspect = _aspect(lexicon, doc, len(topics) > 1, opening, quoted)
+    if aspect != "difference":
+        topics = _combined(lexicon, doc, topics)
     on: dict[str, Any] = {}
     for _, _, _, facts in topics:
         on.update(facts)
