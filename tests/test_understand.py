@@ -225,6 +225,34 @@ def test_a_hedge_lowers_the_confidence_below_use():
             ("checkpoint_non_reentrant", "find_unused_parameters"),
             "difference",
         ),
+        # fixes named by what they do or by the tool they use
+        (
+            "The ddp-doctor probe found nothing unused, yet training still hits the same error. Why?",
+            ("run_probe",),
+            "still_fails",
+        ),
+        ("打印 grad 为 None 的参数这个办法靠谱吗？", ("print_params_without_grad",), "safe"),
+        (
+            "If I stop computing the unused aux output, does training get faster?",
+            ("drop_unused_outputs",),
+            "cost",
+        ),
+        ("顺着 loss 的 grad_fn 往回找模型参数，具体怎么做？", ("trace_loss_graph",), "framework"),
+        (
+            "把 TORCH_DISTRIBUTED_DEBUG 从 DETAIL 改成 INFO 会少看到什么信息？",
+            ("debug_level_info",),
+            "why",
+        ),
+        (
+            "Does (loss_a + loss_b).backward() give the same gradients as before?",
+            ("sum_losses_single_backward",),
+            "safe",
+        ),
+        (
+            "Can I delete the unused `proj_old` layer, and will old checkpoints still load?",
+            ("remove_unused_module",),
+            "safe",
+        ),
         # "this option" is the fix the text names, not the setting the error points at
         ("听说 static_graph=True 能解决这个报错，这个选项到底做了什么？", ("static_graph",), "why"),
         (
