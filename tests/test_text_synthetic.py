@@ -47,16 +47,20 @@ def measured():
     return {path.name: bench.measure_batch(KB, path) for path in BATCHES}
 
 
-# measured 2026-12-07 (bench/TEXT.md): questions right entry 73/120 and 46/80, right among the
-# choices 81/120 and 46/80; descriptions, settled cause in the top two, 71/80
+# measured 2026-12-07, session 41 (bench/TEXT.md): questions right entry 84/120, 54/80 and 63/80,
+# right among the choices 89/120, 49/80 and 63/80; descriptions, settled cause in the top two,
+# 74/80 and 63/80 (the third batch 59/80 before any change)
 @pytest.mark.parametrize(
     ("batch", "kind", "measure", "floor"),
     [
-        ("questions_2026-12-07.yaml", "questions", "entry", 0.58),
-        ("questions_2026-12-07.yaml", "questions", "among", 0.65),
-        ("texts_2026-12-07b.yaml", "questions", "entry", 0.55),
-        ("texts_2026-12-07b.yaml", "questions", "among", 0.55),
-        ("texts_2026-12-07b.yaml", "sentences", "top2", 0.85),
+        ("questions_2026-12-07.yaml", "questions", "entry", 0.66),
+        ("questions_2026-12-07.yaml", "questions", "among", 0.70),
+        ("texts_2026-12-07b.yaml", "questions", "entry", 0.63),
+        ("texts_2026-12-07b.yaml", "questions", "among", 0.57),
+        ("texts_2026-12-07b.yaml", "sentences", "top2", 0.88),
+        ("texts_2026-12-07c.yaml", "questions", "entry", 0.74),
+        ("texts_2026-12-07c.yaml", "questions", "among", 0.74),
+        ("texts_2026-12-07c.yaml", "sentences", "top2", 0.75),
     ],
 )
 def test_what_is_read_from_the_batches_does_not_fall(measured, batch, kind, measure, floor):

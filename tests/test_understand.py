@@ -253,6 +253,22 @@ def test_a_hedge_lowers_the_confidence_below_use():
             ("remove_unused_module",),
             "safe",
         ),
+        # "it" turned off is the one fix the text names, turned off; "it" alone is the fix
+        (
+            "I added find_unused_parameters=True last week. Can I turn it off now?",
+            ("disable_find_unused",),
+            "safe",
+        ),
+        (
+            "开了 find_unused_parameters=True 之后能跑了，现在可以把它关掉吗？",
+            ("disable_find_unused",),
+            "safe",
+        ),
+        (
+            "I set find_unused_parameters=True. Does it slow training down?",
+            ("find_unused_parameters",),
+            "cost",
+        ),
         # "this option" is the fix the text names, not the setting the error points at
         ("听说 static_graph=True 能解决这个报错，这个选项到底做了什么？", ("static_graph",), "why"),
         (

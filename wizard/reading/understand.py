@@ -246,6 +246,7 @@ class _Lexicon:
     own_setup: _Words
     problem: _Words
     other_error: _Words
+    it_off: _Words
     topics: tuple[_Topic, ...]
     aspects: tuple[_Aspect, ...]
 
@@ -267,6 +268,7 @@ _CUE_LISTS = (
     "own_setup",
     "problem",
     "other_error",
+    "it_off",
 )
 
 
@@ -430,9 +432,9 @@ def understand(kb: KnowledgeBase, text: str, instructions: bool = True) -> Under
     intent = asked.intent
     affirmed = [r for r in found if not r.negated]
     said = _resolve(affirmed)  # what it says, bar what it denies
-    fixes_named = _turned_off(lexicon, asked.named, affirmed).fixes if asked.named else ()
+    fixes_named = _turned_off(lexicon, doc, asked.named, affirmed).fixes if asked.named else ()
     if intent is not None and intent.aspect != "still_fails":
-        intent = _turned_off(lexicon, intent, affirmed)
+        intent = _turned_off(lexicon, doc, intent, affirmed)
         # "how do I set find_unused_parameters?" names the flag without saying it is on
         found = [r for r in found if not set(r.facts) & set(intent.on_facts)]
     facts = _resolve(found)
@@ -822,7 +824,7 @@ def _is_question(lexicon: _Lexicon, text: str) -> bool:
     return lexicon.question_start.first(doc) == 0 or bool(lexicon.question.spans(doc))
 
 
-def _turned_off(lexicon: _Lexicon, intent: Intent, affirmed: list[Reading]) -> Intent:
+def _turned_off(lexicon: _Lexicon, doc: _Doc, intent: Intent, affirmed: list[Reading]) -> Intent:
     """ "Can I set find_unused_parameters=False?" names the flag's fix but asks about turning
     the flag off: a topic stands for its `turned_off` topic where a reading of the text (not
     negated: "can't I use it with ..." is about something else) says what that topic implies,
@@ -831,9 +833,12 @@ def _turned_off(lexicon: _Lexicon, intent: Intent, affirmed: list[Reading]) -> I
     text that says the fix was not applied and that it still fails is a description: see
     `understand`.)"""
     by_id = {topic.id: topic for topic in lexicon.topics}
+    # "I set find_unused_parameters=True. Can I turn it off?": "it" is the one fix named
+    pronoun = len(intent.topics) == 1 and _cued(lexicon.it_off, doc, ())
     topics = tuple(
         by_id[t].turned_off
-        if by_id[t].turned_off and _says_only(affirmed, by_id[by_id[t].turned_off].implies)
+        if by_id[t].turned_off
+        and (pronoun or _says_only(affirmed, by_id[by_id[t].turned_off].implies))
         else t
         for t in intent.topics
     )
