@@ -269,6 +269,11 @@ def test_a_hedge_lowers_the_confidence_below_use():
             ("find_unused_parameters",),
             "cost",
         ),
+        (
+            "Without find_unused_parameters=True it crashes; without it, is DDP faster at all?",
+            ("find_unused_parameters",),
+            "cost",
+        ),
         # "this option" is the fix the text names, not the setting the error points at
         ("听说 static_graph=True 能解决这个报错，这个选项到底做了什么？", ("static_graph",), "why"),
         (
