@@ -274,6 +274,16 @@ def test_a_hedge_lowers_the_confidence_below_use():
             ("find_unused_parameters",),
             "cost",
         ),
+        (
+            "Will the gradients be exactly the same if I switch to use_reentrant=False mid-run?",
+            ("checkpoint_non_reentrant",),
+            "safe",
+        ),
+        (
+            "How should I restructure my training_step so the losses get one backward?",
+            ("sum_losses_single_backward",),
+            "framework",
+        ),
         # "this option" is the fix the text names, not the setting the error points at
         ("听说 static_graph=True 能解决这个报错，这个选项到底做了什么？", ("static_graph",), "why"),
         (
