@@ -152,22 +152,15 @@ class Diagnosis:
 
 
 def settings(kb: KnowledgeBase) -> Mapping[str, Any]:
-    """The engine settings of these rules over the defaults (read-only, made once per rules;
-    per_object's lookup inline: the planner asks ~150 times a report)."""
-    engine = kb.engine
-    entry = _SETTINGS.get(id(engine))
-    if entry is None or entry[0] is not engine:
-        if len(_SETTINGS) >= 64:
-            _SETTINGS.clear()
-        entry = _SETTINGS[id(engine)] = (engine, _merged_settings(engine))
-    return entry[1]
+    """The engine settings of these rules over the defaults (read-only, made once per rules)."""
+    return per_object(_SETTINGS, kb.engine, _merged_settings, 64, kb.engine)
 
 
 def _merged_settings(engine: Mapping[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType({**DEFAULT_SETTINGS, **engine})
 
 
-_SETTINGS: dict = {}  # id(engine settings) -> (them, merged with the defaults)
+_SETTINGS: dict = {}
 
 
 def _facts_key(facts: Mapping[str, Any]) -> Hashable | None:

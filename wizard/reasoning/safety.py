@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from ..common.memo import per_object
 from ..common.record import record
 from ..knowledge.conditions import about_more_than_the_family, condition_holds, condition_state
 
@@ -76,14 +77,8 @@ def verdict(fix: Fix, cause_id: str, facts: Mapping[str, Any]) -> Verdict:
 
 
 def _by_cause(fix: Fix) -> Mapping[str, tuple[Outcome, ...]]:
-    """The fix's outcomes grouped by cause, once per fix (the planner asks ~10^4 verdicts;
-    per_object's lookup inline)."""
-    entry = _BY_CAUSE.get(id(fix))
-    if entry is None or entry[0] is not fix:
-        if len(_BY_CAUSE) >= 256:
-            _BY_CAUSE.clear()
-        entry = _BY_CAUSE[id(fix)] = (fix, _group_outcomes(fix))
-    return entry[1]
+    """The fix's outcomes grouped by cause, once per fix (the planner asks ~10^4 verdicts)."""
+    return per_object(_BY_CAUSE, fix, _group_outcomes, 256, fix)
 
 
 def _group_outcomes(fix: Fix) -> dict[str, tuple[Outcome, ...]]:
