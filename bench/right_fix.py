@@ -850,6 +850,7 @@ def session_sample(outcomes: list[Outcome], count: int, workdir: str) -> list[st
     truths = load_truths()
     chosen = pick_session_cases(outcomes, count)
     lines, tally = [], {"right": 0, "same": 0, "extra": 0, "failed": 0, "zh": 0, "zh_right": 0}
+    tally.update(read_back=0, corrected=0)
     for outcome in chosen:
         # a variant the sentence itself rules out is no user's (the `--answers` path skips it)
         run = next((r for r in outcome.runs if not r.excluded), outcome.runs[0])
@@ -857,7 +858,7 @@ def session_sample(outcomes: list[Outcome], count: int, workdir: str) -> list[st
         said = outcome.case.text if outcome.case.source == "sentence" else None
         lang = outcome.case.lang
         try:
-            asked, first_fix = drive_session(
+            asked, first_fix, read_back_answers = drive_session(
                 pexpect,
                 script,
                 run.case.paste,
@@ -881,6 +882,11 @@ def session_sample(outcomes: list[Outcome], count: int, workdir: str) -> list[st
             tally["zh_right"] += right
         tally["same"] += same
         tally["extra"] += max(0, len(asked) - len(run.asked))
+        tally["read_back"] += len(read_back_answers)
+        tally["corrected"] += sum(not kept for _, kept in read_back_answers)
+        back = ", ".join(
+            f"{q} ({'kept' if kept else 'CORRECTED'})" for q, kept in read_back_answers
+        )
         verdict = "same questions" if same else "DIFFERENT questions"
         lines.append(
             f"- {run.case.id}: `--answers` asked {run.asked or 'nothing'}; the session asked "
@@ -889,12 +895,15 @@ def session_sample(outcomes: list[Outcome], count: int, workdir: str) -> list[st
             + f"; its report's first fix: {first_fix or 'none'}"
             + (" (right)" if right else " (NOT a right fix)")
             + f" (`--answers`: {', '.join(run.fixes) or 'none'})"
+            + (f"; readings asked back: {back}" if back else "")
         )
     head = [
         "Each case run with `ddp-doctor --lang en --paste P` in a pseudo-terminal (a sentence: no",
         "paste, the sentence typed where the session asks to describe the problem, in a session of",
         "its own language), every question",
-        "answered with the same truthful answer (arrow keys); the questions the session asked,",
+        "answered with the same truthful answer (arrow keys), a reading of the sentence asked back",
+        "kept when it is true (or the case does not settle it) and corrected otherwise; the",
+        "questions the session asked,",
         "compared with the `--answers` path's (which stops at the first unconditional fix), and",
         "the first fix of the session's report against the case's truth table:",
         "",
@@ -902,7 +911,9 @@ def session_sample(outcomes: list[Outcome], count: int, workdir: str) -> list[st
         f"`--answers` asked first in {tally['same']}, {tally['extra']} questions asked beyond "
         f"them in all (the framework, a tailoring or checking question), "
         f"{tally['failed']} runs failed; the {tally['zh']} Chinese sentences were told to a "
-        f"Chinese session (`--lang zh`), first fix right in {tally['zh_right']}.**",
+        f"Chinese session (`--lang zh`), first fix right in {tally['zh_right']}; "
+        f"{tally['read_back']} readings of a sentence asked back before the report (the fix "
+        f"rested on them), {tally['corrected']} of them corrected by the truthful user.**",
         "",
     ]
     return head + lines
@@ -973,15 +984,24 @@ def drive_session(
         timeout=30,
         cwd=workdir,
     )
-    asked, first_fix = [], None
+    asked, first_fix, read_back_answers = [], None, []
     try:
         if said is not None:  # nothing to paste: Enter skips it, then the problem in a sentence
             child.expect(re.escape(screen_text["session_paste_prompt"][-12:]))
             child.send("\r")
             child.expect(re.escape(screen_text["session_describe_prompt"][:12]))
             child.send(said.replace("\n", " ") + "\r")
+        # the heading above a reading asked back is printed once (its prompt is redrawn)
+        heading = re.escape(screen_text["session_reading_heading"][:20])
         while True:
-            index = child.expect([re.escape(screen_text["session_select_hint"]), ends, pexpect.EOF])
+            hint = re.escape(screen_text["session_select_hint"])
+            index = child.expect([hint, heading, ends, pexpect.EOF])
+            if index == 1:  # a reading of the sentence asked back: kept only if it is true
+                child.expect_exact(screen_text["session_reading_confirm"])
+                qid, kept = read_back(child.before, answers, questions)
+                read_back_answers.append((qid, kept))
+                child.send("y" if kept else "n")
+                continue
             if index != 0:
                 shown = re.search(
                     re.escape(screen_text["fixes_heading"]) + r" 1[:：] ?([^\n]+)",
@@ -1003,7 +1023,28 @@ def drive_session(
     finally:
         child.sendcontrol("c")
         child.close(force=True)
-    return asked, first_fix
+    return asked, first_fix, read_back_answers
+
+
+def read_back(before: str, answers: dict, questions: dict) -> tuple[str, bool]:
+    """(question, kept): whether the truthful user keeps the reading the session asks back
+    ("question → option", the last question on the screen). One whose truth the case does not
+    settle is kept: the user wrote it."""
+    screen = ANSI.sub("", before or "")
+    qid, _ = identify(screen, questions)
+    tail = screen.replace("\r", "").replace("`", "")[-600:]
+    shown = tail[tail.rfind(questions[qid]["text"].replace("`", "")) :]
+    read = next(
+        (
+            o["value"]
+            for o in questions[qid]["options"]
+            if f"→ {o['label'].replace('`', '')}" in shown
+        ),
+        None,
+    )
+    truth = answers.get(qid, "unsure")
+    kept = truth == "unsure" or read == truth or (isinstance(truth, list) and read in truth)
+    return qid, kept
 
 
 def drawn_options(pexpect, child) -> str:

@@ -80,6 +80,35 @@ def test_a_description_shows_what_was_read_and_the_next_question():
 
 
 @pytest.mark.parametrize(
+    ("text", "question", "answer", "lang"),
+    [
+        ("I use reentrant gradient checkpointing", "gradient_checkpointing", "reentrant", "en"),
+        ("每个 step 调用了两次 backward", "backward_calls", "many", "zh"),
+    ],
+)
+def test_a_reading_the_fix_rests_on_is_said_in_its_question_words(text, question, answer, lang):
+    """A fix given on the strength of one reading says so, in the question's own words, so a
+    misreading is seen before the code is copied; `rests_on` in JSON."""
+    from ddp_doctor.knowledge.kb import load
+
+    kb = load()
+    data = ask_json(text)
+    assert data["fixes"], data  # advice, on the reading alone
+    assert [(r["id"], r["answer"]) for r in data["rests_on"]] == [(question, answer)]
+    shown = ask(text, "--format", "markdown", "--lang", lang).out
+    asked = kb.question(question)
+    label = next(o.label.get(lang) for o in asked.options if o.value == answer)
+    said = shown.split("# ddp-doctor")[0]
+    assert f"{asked.text.get(lang)} → {label}" in said
+
+
+def test_a_reading_the_fix_does_not_rest_on_is_not_said_again():
+    """The framework read from the text spells the fix, it does not choose it."""
+    data = ask_json("I use PyTorch Lightning and call backward twice per step")
+    assert [r["id"] for r in data["rests_on"]] == ["backward_calls"]
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "I set find_unused_parameters=False and still get the error",

@@ -448,7 +448,10 @@ def test_the_session_offers_the_readings_and_one_key_picks_one(tmp_path, monkeyp
     # nothing after the `2`: were Enter needed, the input would end inside the choice
     # each question answered with its first option (↓ then Enter: nothing is pre-selected)
     first = "\x1b[B\r"
-    keys = "\rI call backward twice per step\r" + first + first + "nn" + question + "\r" + "2"
+    # Enter keeps the reading the fix rests on ("backward is called more than once")
+    keys = (
+        "\rI call backward twice per step\r" + first + first + "\r" + "nn" + question + "\r" + "2"
+    )
     out = io.StringIO()
     console = Console(file=out, width=200, highlight=False, color_system=None)
     with create_pipe_input() as pipe:

@@ -48,6 +48,11 @@ def paste(text: str) -> str:
     return "\x1b[200~" + text.replace("\n", "\r") + "\x1b[201~"
 
 
+# the heading above a reading asked back (printed once; the prompt below it is redrawn)
+READ_BACK = {"en": "which I read from your description", "zh": "这是我从你的描述里读出来的"}
+CONFIRM = {"en": "Is that right?", "zh": "这样理解对吗？"}
+
+
 def to_the_save_prompt(child, lang: str, with_paste: bool = False) -> None:
     """Paste (or skip and describe), then Enter on every question until the save prompt."""
     child.expect_exact({"en": "Paste the error", "zh": "把报错粘贴进来"}[lang])
@@ -62,14 +67,18 @@ def to_the_save_prompt(child, lang: str, with_paste: bool = False) -> None:
 
 
 def answer_until(child, stop: str, lang: str = "en") -> None:
-    """The first option of every question, no to the full report, until `stop` is on the
-    screen (a select points at nothing until ↓ is pressed)."""
+    """The first option of every question, yes to a reading asked back, no to the full report,
+    until `stop` is on the screen (a select points at nothing until ↓ is pressed)."""
     while True:
-        seen = child.expect_exact([SELECT_HINT[lang], MORE_PROMPT[lang], stop])
+        seen = child.expect_exact([SELECT_HINT[lang], READ_BACK[lang], MORE_PROMPT[lang], stop])
         if seen == 0:
             child.send("\x1b[B\r")
             continue
-        if seen == 1:  # the last prompt before saving; its echo must not be matched again
+        if seen == 1:  # "backward twice", read from the sentence, which the fix rests on
+            child.expect_exact(CONFIRM[lang])
+            child.send("y")
+            continue
+        if seen == 2:  # the last prompt before saving; its echo must not be matched again
             child.send("n")
             child.expect_exact(stop)
         return

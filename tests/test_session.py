@@ -118,6 +118,7 @@ def test_english_path_without_a_paste_describe_answer_save(tmp_path):
         # built from tensors forward does not return alike, so that is not asked
         + choose(option_index("multitask", "no"))
         + choose(option_index("framework", "lightning"))
+        + ENTER  # the fix rests on the reading "an output the loss ignores": Enter keeps it
         + "y"  # the full report
         + "y"  # save
         + CTRL_U
@@ -128,6 +129,8 @@ def test_english_path_without_a_paste_describe_answer_save(tmp_path):
     assert code == 0, screen
     text = flat(screen)
     assert "Got it:" in text and "Does `forward` return outputs that the loss does not use?" in text
+    asked_back = text.split("The fix depends on this, which I read from your description:")[1]
+    assert asked_back.split("Is that right?")[0].strip().startswith("Does `forward` return")
     title, first_line = expected(
         {
             "forward_unused_outputs": True,
@@ -342,8 +345,9 @@ def test_a_pasted_file_that_is_no_ddp_error_names_what_it_raised(tmp_path):
 
 def test_a_narrow_console_still_renders_the_report():
     code, screen = drive(
-        # describe, then Enter on the two selects (backward layout, framework), then no save
-        ENTER + "two backward calls per step" + ENTER + FIRST + FIRST + "n" + "n",
+        # describe, then the two selects (backward layout, framework), Enter keeps the reading
+        # the fix rests on, then no full report, no save
+        ENTER + "two backward calls per step" + ENTER + FIRST + FIRST + ENTER + "n" + "n",
         "en",
         width=40,
     )
@@ -461,6 +465,8 @@ def test_pty_forty_columns():
     child.send(FIRST)
     child.expect(r"Enter\)")  # framework
     child.send(FIRST)
+    child.expect("Is that right")  # "backward is called more than once", read from the sentence
+    child.send(ENTER)
     child.expect("full report")
     child.send("y")
     child.expect("Markdown")
@@ -505,6 +511,7 @@ def test_a_module_named_in_the_description_is_said_and_used_in_the_code():
         + "I unfreeze `body` at epoch 5, after wrapping the model in DDP"
         + ENTER
         + choose(option_index("framework", "pytorch"))
+        + ENTER  # yes, the parameters' requires_grad changes during training, as read
         + "y"  # the full report
         + "n"  # no save
         + ENTER  # no follow-up
@@ -514,6 +521,76 @@ def test_a_module_named_in_the_description_is_said_and_used_in_the_code():
     text = flat(screen)
     assert "the module you named: `body`" in text
     assert "model.body.requires_grad_(False)" in text and "YOUR_MODULE" not in text
+
+
+ASKED_BACK = {
+    "en": "The fix depends on this, which I read from your description:",
+    "zh": "修复方法取决于下面这一点，这是我从你的描述里读出来的：",
+}
+
+
+@pytest.mark.parametrize(
+    "lang, story",
+    [
+        ("en", "I use PyTorch Lightning and call backward twice per step"),
+        ("zh", "我用的是 PyTorch Lightning，每个 step 调用了两次 backward"),
+    ],
+)
+def test_the_reading_a_fix_rests_on_is_asked_back_and_enter_keeps_it(lang, story):
+    """Two things read from the sentence; the fix rests only on "backward twice" (the
+    framework changes its spelling, not which fix): that one is asked back before the report,
+    and Enter keeps it."""
+    keys = (
+        ENTER
+        + story
+        + ENTER
+        + choose(option_index("backward_layout", "shared"))
+        + ENTER  # yes, as read
+        + "n"  # no full report
+        + "n"  # not saved
+        + ENTER  # no follow-up
+    )
+    code, screen = drive(keys, lang)
+    assert code == 0, screen
+    text = flat(screen)
+    asked_back = text.split(ASKED_BACK[lang])[1].split("✗")[0]
+    backward = KB.question("backward_calls")
+    many = next(o for o in backward.options if o.value == "many")
+    assert f"{backward.text.get(lang)} → {many.label.get(lang)}" in asked_back
+    assert KB.question("framework").text.get(lang) not in asked_back
+    summed = KB.fixes["sum_losses_single_backward"].title.get(lang).replace("`", "")
+    assert summed in text.split(ASKED_BACK[lang])[1].replace("`", "")
+
+
+def test_no_to_a_reading_asks_its_question_and_the_report_follows_the_true_answer(tmp_path):
+    """A reading the user says is wrong is not advised on: its question is asked, and the
+    interview goes on from the true answer (one backward(), a module never called), which the
+    saved answers keep."""
+    keys = (
+        ENTER
+        + "two backward calls per step"
+        + ENTER
+        + choose(option_index("backward_layout", "shared"))
+        + choose(option_index("framework", "pytorch"))
+        + "n"  # not what I meant
+        + choose(option_index("backward_calls", "one"))
+        + choose(option_index("module_never_called", "yes"))
+        + "n"  # no full report
+        + "y"  # save
+        + CTRL_U
+        + str(tmp_path / "report.md")
+        + ENTER
+        + ENTER  # no follow-up
+    )
+    code, screen = drive(keys, "en")
+    assert code == 0, screen
+    text = flat(screen).replace("`", "")
+    after = text.split(ASKED_BACK["en"])[1]
+    summed = KB.fixes["sum_losses_single_backward"].title.en.replace("`", "")
+    assert summed not in after
+    assert "Fix 1: " + KB.fixes["remove_unused_module"].title.en.replace("`", "") in after
+    answers = yaml.safe_load((tmp_path / "report.answers.yaml").read_text(encoding="utf-8"))
+    assert answers["backward_calls"] == "one"
 
 
 READY_TWICE = (

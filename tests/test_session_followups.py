@@ -44,10 +44,10 @@ def drive(keys: str, lang: str) -> tuple[int, str]:
     return code, re.sub(r"\s+", " ", re.sub(r"[│╭╮╰╯─]", " ", out.getvalue()))
 
 
-# no paste; a description; the two tailoring questions (first option); do not save
-# describe, two selects, no full report, no save
-TO_THE_REPORT_EN = ENTER + "I call backward twice per step" + ENTER + FIRST + FIRST + "nn"
-TO_THE_REPORT_ZH = ENTER + "每个 step 调用了两次 backward" + ENTER + FIRST + FIRST + "nn"
+# no paste; a description; the two tailoring questions (first option); Enter keeps the reading
+# the fix rests on ("backward is called more than once"); no full report, no save
+TO_THE_REPORT_EN = ENTER + "I call backward twice per step" + ENTER + FIRST + FIRST + ENTER + "nn"
+TO_THE_REPORT_ZH = ENTER + "每个 step 调用了两次 backward" + ENTER + FIRST + FIRST + ENTER + "nn"
 AFTER_UPDATE = "nn"  # an updated report: not the full one, not saved
 
 
@@ -117,6 +117,9 @@ def test_pty_follow_up_question():
     child.send(FIRST)
     child.expect(r"Enter\)")
     child.send(FIRST)
+    child.expect("read from your description")  # the fix rests on the description: asked back
+    child.expect("Is that right")
+    child.send(ENTER)
     child.expect("full report")
     child.send("n")
     child.expect("Markdown")

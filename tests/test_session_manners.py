@@ -184,6 +184,7 @@ def test_a_chinese_follow_up_answer_wraps_by_display_width():
         + ENTER
         + DOWN
         + ENTER
+        + ENTER  # keeps the reading the fix rests on (backward is called more than once)
         + "nn"
         + "find_unused_parameters 有什么代价？"
         + ENTER

@@ -354,6 +354,7 @@ def _diagnose_told(kb, args, understood, result, besides, lang: str, fmt: str) -
     answered, offered = besides
     from ..common.foreign import dumps
     from ..reasoning.engine import diagnose, next_question
+    from ..reasoning.readings import advice_rests_on
     from ..talk import ask
     from ..talk import readers as reading
 
@@ -364,6 +365,7 @@ def _diagnose_told(kb, args, understood, result, besides, lang: str, fmt: str) -
     diagnosis = diagnose(kb, result, facts)
     modules = result.unused_modules if result else ()
     upcoming = next_question(kb, diagnosis.facts, [], modules, 0)
+    rests_on = advice_rests_on(kb, result, facts, {}, understood.facts)
     if fmt == "json":
         from ..output.render import build_report, to_json_data
 
@@ -371,11 +373,13 @@ def _diagnose_told(kb, args, understood, result, besides, lang: str, fmt: str) -
         data.update(kind="diagnosis", status="diagnosed")
         data["understood"] = ask.understood_json(understood)
         data["next_question"] = _question_json(upcoming, lang)
+        data["rests_on"] = [_reading_json(q, o, lang) for q, o in rests_on]
         data["answers"] = reading.post_json(answered, lang, kb, ask.answer_json)["answers"]
         data["candidates"] = reading.candidates_json(kb, offered, lang)
         sys.stdout.write(dumps(data) + "\n")
         return ExitCode.OK
-    _print_text(kb, _understood_block(kb, understood, upcoming, lang), lang, fmt)
+    block = _understood_block(kb, understood, upcoming, lang, rests_on)
+    _print_text(kb, block, lang, fmt)
     _emit(kb, args, diagnosis, lang, fmt)
     if answered:
         _print_text(kb, _answers_markdown(kb, answered, lang, "post_also_asked"), lang, fmt)
@@ -467,17 +471,31 @@ def _crashes_in(kb, found):
     return None
 
 
-def _understood_block(kb, understood, upcoming, lang: str) -> str:
-    """ "I read: ..." and the one question that matters next, so a wrong reading is visible."""
+def _understood_block(kb, understood, upcoming, lang: str, rests_on=()) -> str:
+    """ "I read: ..." and the one question that matters next, so a wrong reading is visible;
+    a reading the fix rests on is said again, in its question's words."""
     from ..common.i18n import tr
     from ..talk import ask
 
     lines = ask.understood_lines(kb, understood, lang)
     out = [tr(kb, "ask_understood", lang), *lines] if lines else []
+    for question, option in rests_on:
+        said = _reading_json(question, option, lang)
+        out += ["", tr(kb, "ask_rests_on", lang, question=said["text"], answer=said["label"])]
     if upcoming is not None:
         text = upcoming.question.text.get(lang).replace("{module}", "…")
         out += ["", tr(kb, "ask_next_question", lang, question=text), tr(kb, "ask_next_how", lang)]
     return "\n".join(out) + ("\n\n" if out else "")
+
+
+def _reading_json(question, option, lang: str) -> dict[str, str]:
+    """A reading of the text as the answer to a question (`rests_on` in `ask --json`)."""
+    return {
+        "id": question.id,
+        "text": question.text.get(lang),
+        "answer": option.value,
+        "label": option.label.get(lang),
+    }
 
 
 def _question_json(upcoming, lang: str):

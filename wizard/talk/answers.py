@@ -127,7 +127,7 @@ def answers_for_file(  # noqa: PLR0913
     "and it still fails"), the description is kept too (`said`); details typed after the
     report always are (`said_later`), since they were read after the answers.
     """
-    from .interview import explain_facts
+    from ..reasoning.readings import explain_facts
 
     answers: dict[str, str] = {}
     carried: set[str] = set()

@@ -136,6 +136,14 @@ class Interview:
     def diagnose(self):
         return engine.diagnose(self.kb, self.triage, self.facts, self.answers)
 
+    def readings_to_confirm(self) -> list[tuple[AskedQuestion, Any]]:
+        """(question, the option read) for what the description answered and the advice
+        rests on: asked back before the report, as a misreading there would become advice."""
+        from ..reasoning.readings import advice_rests_on
+
+        said = advice_rests_on(self.kb, self.triage, self.facts, self.answers, self.text_facts)
+        return [(AskedQuestion(question, question.id), option) for question, option in said]
+
     def follow_up(self, text: str, lang: str) -> FollowUp:
         """A line typed after the report: a question about a fix gets its answer; a detail
         ("I use Lightning", "actually I freeze after 5 epochs") changes the facts, the later
@@ -178,19 +186,3 @@ class FollowUp:
         from .readers import choose
 
         return build_answer(kb, choose(self.understood, choice), lang, facts)
-
-
-def explain_facts(kb, facts: Mapping[str, Any]) -> list[tuple[Any, Any]]:
-    """(question, option) pairs that say in the rules' words what a description set."""
-    out = []
-    remaining = dict(facts)
-    # a question that settles one fact says it best; overview questions come last
-    ordered = sorted(kb.questions, key=lambda q: q.fact is None)
-    for question in ordered:
-        for option in question.options:
-            if option.sets and all(remaining.get(k, object()) == v for k, v in option.sets.items()):
-                out.append((question, option))
-                for key in option.sets:
-                    remaining.pop(key, None)
-                break
-    return out

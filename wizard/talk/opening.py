@@ -4,7 +4,8 @@ back, or the problem described in a sentence when there is no error to read."""
 from __future__ import annotations
 
 from ..knowledge.kb import NAMED_MODULES
-from .interview import Interview, explain_facts
+from ..reasoning.readings import explain_facts
+from .interview import Interview
 
 
 class Opening:
@@ -69,7 +70,7 @@ class Opening:
             self.console.print(self.t("session_describe_nothing"), style="dim")
             return True
         self.console.print(self.t("session_describe_understood"), style="green")
-        for question, option in explain_facts(self.kb, found):
+        for question, option in explain_facts(self.kb, found, exactly=False):
             line = f"  ✓ {question.text.get(self.lang)} → {option.label.get(self.lang)}"
             self.console.print(line.replace("{module}", "…"), style="dim", markup=False)
         if found.get(NAMED_MODULES):  # no question asks it: said as the reader says it

@@ -21,7 +21,7 @@ from .delivery import Delivery
 from .followups import FollowUps
 from .interview import Interview
 from .opening import Opening
-from .prompts import BACK, Prompts, Quit
+from .prompts import BACK, Prompts, Quit, fill
 
 # ---------------------------------------------------------------------------- entry point
 
@@ -81,6 +81,7 @@ class _Session:
             self.console.print(self.t("session_not_covered_bye"), style="dim")
             return ExitCode.NO_ERROR_FOUND
         self.interview(state)
+        self.confirm_readings(state)
         diagnosis = state.diagnose()
         self.delivery.report(diagnosis)
         self.delivery.save(state, diagnosis, save_path)
@@ -97,3 +98,21 @@ class _Session:
                 state.back()
             else:
                 state.answer(asked, value)
+
+    def confirm_readings(self, state: Interview) -> None:
+        """What the description was read to say, asked back where the fix depends on it: Enter
+        keeps it (one keypress), "no" asks its question, and the interview goes on from the
+        true answer. Each confirmed reading becomes an answer, so none is asked twice."""
+        while pending := state.readings_to_confirm():
+            asked, option = pending[0]
+            question = fill(asked.question.text.get(self.prompts.lang), asked.fields)
+            self.console.print()
+            self.console.print(self.t("session_reading_heading"), style="bold")
+            line = f"  {question} → {option.label.get(self.prompts.lang)}"
+            self.console.print(line, style="cyan", markup=False)
+            if self.prompts.ask_confirm(self.t("session_reading_confirm"), default=True):
+                state.answer(asked, option.value)
+                continue
+            self.console.print(self.t("session_reading_instead"), style="dim")
+            state.answer(asked, self.prompts.ask_question(asked, state.number, False))
+            self.interview(state)
