@@ -284,6 +284,34 @@ def test_a_hedge_lowers_the_confidence_below_use():
             ("sum_losses_single_backward",),
             "framework",
         ),
+        # fixes named by what they do, not by their API spelling
+        ("What does the unused-params flag actually do?", ("find_unused_parameters",), "why"),
+        ("查找未使用参数的开关会拖慢训练吗？", ("find_unused_parameters",), "cost"),
+        (
+            "Does declaring the graph static cost anything?",
+            ("static_graph",),
+            "cost",
+        ),
+        (
+            "If I delete the dead `head_v1` layer, is that safe for old checkpoints?",
+            ("remove_unused_module",),
+            "safe",
+        ),
+        (
+            "Where exactly should TORCH_DISTRIBUTED_DEBUG=INFO be set for a torchrun job?",
+            ("enable_debug_names",),
+            "framework",
+        ),
+        (
+            "要把 TORCH_DISTRIBUTED_DEBUG 从 DETAIL 换成 INFO，应该改哪里？",
+            ("debug_level_info",),
+            "framework",
+        ),
+        (
+            "Will static_graph=True change what the model learns?",
+            ("static_graph",),
+            "safe",
+        ),
         # "this option" is the fix the text names, not the setting the error points at
         ("听说 static_graph=True 能解决这个报错，这个选项到底做了什么？", ("static_graph",), "why"),
         (
