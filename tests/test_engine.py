@@ -332,3 +332,16 @@ def test_the_interview_asks_the_question_its_report_names_after_an_i_dont_know()
     assert "backward_from_intermediate" in keys, keys
     named = report.splitting_question
     assert named is None or named.key in keys, (named.key, keys)
+
+
+@pytest.mark.parametrize(
+    "family", ["unfinished_reduction", "mark_ready_twice", "unused_params_warning"]
+)
+def test_the_cheap_advice_is_the_reports_advice(family):
+    """`engine.advice` (what a reading the fix rests on is judged by, without the decision
+    table) gives the fixes the report gives, for every answer to every question."""
+    for question in KB.questions:
+        for option in question.options:
+            facts = {"family": family, **option.sets}
+            cheap = [fix.id for fix in engine.advice(KB, None, facts)]
+            assert cheap == [fix.id for fix in engine.diagnose(KB, None, facts).fixes], facts

@@ -1052,6 +1052,16 @@ def _within_limit(
     return tuple(row for i, rows in enumerate(per_option) if i in kept for row in rows)
 
 
+def advice(
+    kb: KnowledgeBase, triage: TriageResult | None, facts: Mapping[str, Any]
+) -> tuple[RankedFix, ...]:
+    """The unconditional fixes `diagnose` gives for these facts, without its decision table
+    (what it costs): to ask whether the advice would change without some fact."""
+    all_facts = dict(triage.facts) if triage else {}
+    all_facts.update(facts)
+    return _advice(kb, all_facts)
+
+
 def _advice(kb: KnowledgeBase, facts: Mapping[str, Any]) -> tuple[RankedFix, ...]:
     """The advice for these facts: `plan_fixes(...)[0]`. Remembered per fact set, since the
     table revisits the same answers; whether there is any (`_advises`) is read from it too,

@@ -56,7 +56,7 @@ def advice_rests_on(
     """The readings of the user's text (`read`, as (question, option)) without which the
     advice would differ: the fixes given unconditionally would change, or there would be
     none. Readings the paste also says, or an answer has replaced, are left out."""
-    advised = _advised(engine.diagnose(kb, triage, facts, answers))
+    advised = _advised(engine.advice(kb, triage, facts))
     if not advised:
         return []
     pasted = dict(triage.facts) if triage is not None else {}
@@ -70,10 +70,10 @@ def advice_rests_on(
         if all(pasted.get(k, _MISSING) == v for k, v in said.items()):
             continue
         without = {k: v for k, v in facts.items() if k not in said}
-        if _advised(engine.diagnose(kb, triage, without, answers)) != advised:
+        if _advised(engine.advice(kb, triage, without)) != advised:
             resting.append((question, option))
     return resting
 
 
-def _advised(diagnosis) -> frozenset[str]:
-    return frozenset(fix.id for fix in diagnosis.fixes)
+def _advised(fixes) -> frozenset[str]:
+    return frozenset(fix.id for fix in fixes)
