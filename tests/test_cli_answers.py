@@ -182,3 +182,23 @@ def test_a_pasted_error_outranks_the_warning_told_in_words(tmp_path):
     answers.write_text('said: "PyTorch says it did not find any unused parameters"\n')
     proc = run("--answers", str(answers), "--paste", str(fixture), "--json")
     assert json.loads(proc.stdout)["family"] == "unfinished_reduction"
+
+
+def test_a_said_reading_the_fix_rests_on_is_named_until_it_is_answered(tmp_path):
+    """`said:` read as "backward twice", and the fix rests on it: the report names that reading
+    and the line to add; once the file answers the question itself, nothing is left to name."""
+    read_only = tmp_path / "read.yaml"
+    read_only.write_text("said: two backward calls per step\nbackward_layout: shared\n")
+    answered = tmp_path / "answered.yaml"
+    answered.write_text(
+        "said: two backward calls per step\nbackward_calls: many\nbackward_layout: shared\n"
+    )
+    report = json.loads(run("--answers", str(read_only), "--json").stdout)
+    assert report["fixes"], report
+    assert [(r["id"], r["answer"]) for r in report["rests_on"]] == [("backward_calls", "many")]
+    shown = run("--answers", str(read_only), "--format", "markdown").stdout
+    question = KB.question("backward_calls").text.en
+    assert shown.startswith("The fix below rests on this reading of `said`: " + question)
+    assert "add `backward_calls:`" in shown.split("# ddp-doctor")[0]
+    assert json.loads(run("--answers", str(answered), "--json").stdout)["rests_on"] == []
+    assert "rests on" not in run("--answers", str(answered), "--format", "markdown").stdout

@@ -547,6 +547,7 @@ def cmd_questions(kb, args, lang: str) -> int:
 
 def cmd_answers(kb, args, lang: str) -> int:
     from ..reasoning.engine import answers_win, diagnose
+    from ..reasoning.readings import advice_rests_on
     from ..talk.answers import (
         apply_answers,
         facts_said,
@@ -575,10 +576,43 @@ def cmd_answers(kb, args, lang: str) -> int:
     facts = facts_said(kb, facts, said_later)
     diagnosis = diagnose(kb, result, facts, answers)
     fmt = _format(args, sys.stdout)
-    _emit(kb, args, diagnosis, lang, fmt)
+    _emit_answered(
+        kb, args, diagnosis, lang, fmt, advice_rests_on(kb, result, facts, answers, read)
+    )
     if args.save:
         _save_markdown(kb, diagnosis, lang, args.save)
     return ExitCode.OK
+
+
+def _emit_answered(kb, args, diagnosis, lang: str, fmt: str, rests_on) -> None:
+    """The report of an answers file, after the readings of its `said:` text the fixes rest
+    on (none is an answer the user gave); `rests_on` in JSON."""
+    from ..common.i18n import tr
+
+    if fmt == "json":
+        from ..common.foreign import dumps
+        from ..output.render import build_report, to_json_data
+
+        data = to_json_data(build_report(kb, diagnosis, lang))
+        data["rests_on"] = [_reading_json(q, o, lang) for q, o in rests_on]
+        sys.stdout.write(dumps(data) + "\n")
+        return
+    lines = []
+    for question, option in rests_on:
+        said = _reading_json(question, option, lang)
+        lines.append(
+            tr(
+                kb,
+                "answers_rests_on",
+                lang,
+                question=said["text"],
+                answer=said["label"],
+                id=said["id"],
+            )
+        )
+    if lines:
+        _print_text(kb, "\n\n".join(lines) + "\n\n", lang, fmt)
+    _emit(kb, args, diagnosis, lang, fmt)
 
 
 def _check_save_target(path: str, inputs) -> None:
