@@ -202,3 +202,16 @@ def test_a_said_reading_the_fix_rests_on_is_named_until_it_is_answered(tmp_path)
     assert "add `backward_calls:`" in shown.split("# ddp-doctor")[0]
     assert json.loads(run("--answers", str(answered), "--json").stdout)["rests_on"] == []
     assert "rests on" not in run("--answers", str(answered), "--format", "markdown").stdout
+
+
+def test_i_dont_know_to_a_question_the_said_text_answered_takes_the_reading_away(tmp_path):
+    """A reading asked back and rejected, then "I don't know" (as a saved session keeps it):
+    the replay no longer treats `backward()` as called twice, so the fix that rested on it is
+    no longer given unconditionally, and the cause stays only possible."""
+    answers = tmp_path / "a.yaml"
+    answers.write_text("said: two backward calls per step\nbackward_calls: unsure\n")
+    report = json.loads(run("--answers", str(answers), "--json").stdout)
+    assert "backward_calls" not in report["facts"], report["facts"]
+    assert "sum_losses_single_backward" not in [f["id"] for f in report["fixes"]]
+    assert "multiple_backward" in report["plausible_causes"]
+    assert len(report["plausible_causes"]) > 1  # no longer the one cause the reading made it

@@ -572,7 +572,7 @@ def cmd_answers(kb, args, lang: str) -> int:
     read = facts_said(kb, {}, said, True)  # the description, read once
     read = beside_an_error(start.found_error, read)
     facts = apply_answers(kb, {**start.facts, **read}, answers, modules)
-    facts = answers_win(kb, facts, read)  # what was only read gives way, as in the session
+    facts = answers_win(kb, facts, read, answers)  # what was only read gives way, as in the session
     facts = facts_said(kb, facts, said_later)
     diagnosis = diagnose(kb, result, facts, answers)
     fmt = _format(args, sys.stdout)

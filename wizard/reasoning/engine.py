@@ -509,22 +509,41 @@ def apply_answer(
 
 
 def answers_win(
-    kb: KnowledgeBase, facts: Mapping[str, Any], read: Mapping[str, Any]
+    kb: KnowledgeBase,
+    facts: Mapping[str, Any],
+    read: Mapping[str, Any],
+    answers: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """`facts` without what was only read from the user's text (`read`) where an answer since
     says otherwise. An answer replaces a fact of its own key; this also drops a read fact
     whose own question ties it to the opposite of an answer: the checkpointing question's
     "none" also says no checkpointing is used, so "Gradient checkpointing is on" picked from
     the training-step list undoes a sentence read as no checkpointing ("can't set
-    gradient_checkpointing=True …"). The user's answer is surer than the reader."""
+    gradient_checkpointing=True …"). The user's answer is surer than the reader. An answer
+    that leaves its question's fact unknown ("I don't know", given where a reading was asked
+    back and rejected) also takes the reading away (`answers`: question id -> value)."""
     kept = dict(facts)
+    unknown_now = _left_unknown(kb, answers or {})
     for key, value in read.items():
         if kept.get(key, UNKNOWN) != value:
             continue  # not read, or an answer has replaced it already
         implied = _implied(kb, key, value)
-        if any(a in kept and kept[a] != b for a, b in implied.items()):
+        if key in unknown_now or any(a in kept and kept[a] != b for a, b in implied.items()):
             del kept[key]
     return kept
+
+
+def _left_unknown(kb: KnowledgeBase, answers: Mapping[str, str]) -> set[str]:
+    """The facts whose own question was answered with an option that does not set them."""
+    unknown = set()
+    for question in kb.questions:
+        value = answers.get(question.id)
+        if value is None or not question.fact or question.for_each is not None:
+            continue
+        option = next((o for o in question.options if o.value == value), None)
+        if option is not None and question.fact not in option.sets:
+            unknown.add(question.fact)
+    return unknown
 
 
 def _implied(kb: KnowledgeBase, key: str, value: Any) -> dict[str, Any]:

@@ -126,7 +126,7 @@ class Interview:
             updated = dict(self.facts)
         self.history.append(Step(asked, value, dict(self.facts)))
         # what the description was read to say gives way to an answer that contradicts it
-        self.facts = engine.answers_win(self.kb, updated, self.text_facts)
+        self.facts = engine.answers_win(self.kb, updated, self.text_facts, self.answers)
 
     def back(self) -> None:
         """Undo the last answer."""
