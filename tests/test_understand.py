@@ -287,6 +287,7 @@ def test_a_hedge_lowers_the_confidence_below_use():
         # fixes named by what they do, not by their API spelling
         ("What does the unused-params flag actually do?", ("find_unused_parameters",), "why"),
         ("查找未使用参数的开关会拖慢训练吗？", ("find_unused_parameters",), "cost"),
+        ("能把查找未使用参数的那个开关关掉吗？会不会有风险？", ("disable_find_unused",), "safe"),
         (
             "Does declaring the graph static cost anything?",
             ("static_graph",),
