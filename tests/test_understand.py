@@ -288,6 +288,17 @@ def test_a_hedge_lowers_the_confidence_below_use():
         ("What does the unused-params flag actually do?", ("find_unused_parameters",), "why"),
         ("查找未使用参数的开关会拖慢训练吗？", ("find_unused_parameters",), "cost"),
         ("能把查找未使用参数的那个开关关掉吗？会不会有风险？", ("disable_find_unused",), "safe"),
+        # the other side of a comparison before a comma, and "the two approaches"
+        (
+            "开 static_graph=True 跟什么都不加，区别在哪？",
+            ("static_graph",),
+            "difference",
+        ),
+        (
+            "Summing the losses or keeping two backward calls under no_sync: how do the two approaches differ?",
+            ("sum_losses_single_backward", "no_sync_first_backward"),
+            "difference",
+        ),
         (
             "Does declaring the graph static cost anything?",
             ("static_graph",),
