@@ -288,6 +288,13 @@ def test_a_hedge_lowers_the_confidence_below_use():
         ("What does the unused-params flag actually do?", ("find_unused_parameters",), "why"),
         ("查找未使用参数的开关会拖慢训练吗？", ("find_unused_parameters",), "cost"),
         ("能把查找未使用参数的那个开关关掉吗？会不会有风险？", ("disable_find_unused",), "safe"),
+        # weights tied or shared: the fix that ties them before wrapping
+        (
+            "Why do tied weights have to be tied before wrapping the model in DDP?",
+            ("tie_before_wrapping",),
+            "why",
+        ),
+        ("共享权重一定要在包 DDP 之前绑定吗？为什么？", ("tie_before_wrapping",), "why"),
         # the other side of a comparison before a comma, and "the two approaches"
         (
             "开 static_graph=True 跟什么都不加，区别在哪？",
