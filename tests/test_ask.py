@@ -829,3 +829,20 @@ def test_a_question_beside_another_error_is_still_answered():
     text = f"```\n{OOM_LOG}```\n\nDoes find_unused_parameters=True use more memory?"
     data = ask_json(text)
     assert data["kind"] == "answer" and data["fixes"] == ["find_unused_parameters"], data
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "rank 3 died of an OOM first, then ranks 0-2 print Expected to have finished reduction",
+        "rank 2 先因为显存不够退出了，其他卡才报 Expected to have finished reduction",
+    ],
+)
+def test_another_rank_that_stopped_first_told_in_words_points_at_its_own_error(text):
+    """A user who says another rank died first is pointed at that rank's own error: the cause
+    is among the first two, and finding that rank's error is in the report."""
+    data = ask_json(text)
+    assert data["kind"] == "diagnosis"
+    assert "peer_exited_first" in [c["id"] for c in data["causes"]][:2]
+    shown = [f["id"] for f in data["fixes"]] + [d["id"] for d in data["diagnostics"]]
+    assert "read_first_rank_error" in shown
