@@ -38,10 +38,9 @@ def explain_facts(kb, facts: Mapping[str, Any], exactly: bool = True) -> list[tu
 
 
 def _says(question, option, remaining: Mapping[str, Any], facts: Mapping[str, Any], exactly):
-    missing = object()
     if exactly or question.fact is None or question.for_each is not None:
-        return all(remaining.get(k, missing) == v for k, v in option.sets.items())
-    if remaining.get(question.fact, missing) != option.sets.get(question.fact, missing):
+        return all(remaining.get(k, _MISSING) == v for k, v in option.sets.items())
+    if remaining.get(question.fact, _MISSING) != option.sets.get(question.fact, _MISSING):
         return False
     return all(facts.get(k, v) == v for k, v in option.sets.items())
 
