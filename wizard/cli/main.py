@@ -479,13 +479,23 @@ def _understood_block(kb, understood, upcoming, lang: str, rests_on=()) -> str:
 
     lines = ask.understood_lines(kb, understood, lang)
     out = [tr(kb, "ask_understood", lang), *lines] if lines else []
-    for question, option in rests_on:
-        said = _reading_json(question, option, lang)
-        out += ["", tr(kb, "ask_rests_on", lang, question=said["text"], answer=said["label"])]
+    for line in _rests_on_lines(kb, rests_on, lang, "ask_rests_on"):
+        out += ["", line]
     if upcoming is not None:
         text = upcoming.question.text.get(lang).replace("{module}", "…")
         out += ["", tr(kb, "ask_next_question", lang, question=text), tr(kb, "ask_next_how", lang)]
     return "\n".join(out) + ("\n\n" if out else "")
+
+
+def _rests_on_lines(kb, rests_on, lang: str, key: str) -> list[str]:
+    """Each reading the fix rests on, said with message `key` ({question}, {answer}, {id})."""
+    from ..common.i18n import tr
+
+    lines = []
+    for question, option in rests_on:
+        said = _reading_json(question, option, lang)
+        lines.append(tr(kb, key, lang, question=said["text"], answer=said["label"], id=said["id"]))
+    return lines
 
 
 def _reading_json(question, option, lang: str) -> dict[str, str]:
@@ -587,8 +597,6 @@ def cmd_answers(kb, args, lang: str) -> int:
 def _emit_answered(kb, args, diagnosis, lang: str, fmt: str, rests_on) -> None:
     """The report of an answers file, after the readings of its `said:` text the fixes rest
     on (none is an answer the user gave); `rests_on` in JSON."""
-    from ..common.i18n import tr
-
     if fmt == "json":
         from ..common.foreign import dumps
         from ..output.render import build_report, to_json_data
@@ -597,19 +605,7 @@ def _emit_answered(kb, args, diagnosis, lang: str, fmt: str, rests_on) -> None:
         data["rests_on"] = [_reading_json(q, o, lang) for q, o in rests_on]
         sys.stdout.write(dumps(data) + "\n")
         return
-    lines = []
-    for question, option in rests_on:
-        said = _reading_json(question, option, lang)
-        lines.append(
-            tr(
-                kb,
-                "answers_rests_on",
-                lang,
-                question=said["text"],
-                answer=said["label"],
-                id=said["id"],
-            )
-        )
+    lines = _rests_on_lines(kb, rests_on, lang, "answers_rests_on")
     if lines:
         _print_text(kb, "\n\n".join(lines) + "\n\n", lang, fmt)
     _emit(kb, args, diagnosis, lang, fmt)
