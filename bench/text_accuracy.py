@@ -60,6 +60,16 @@ def rank(
     return [r.id for r in rank_causes(kb, facts)]
 
 
+def family_quoted(kb, text: str) -> str:
+    """The error a batch description with no `family` is ranked for: the one it quotes (a
+    warning's or another error's own words), as `ask` triages the text itself, else the usual
+    one. A blind batch's writer labels the cause, not the family."""
+    from ddp_doctor.reading.triage import triage_text
+
+    found = triage_text(kb, text, "<bench>")
+    return found.facts["family"] if found.findings else "unfinished_reduction"
+
+
 def measure(kb, sentences, questions) -> dict:
     """Counts per (language, split): n, top1, top2, baseline top2; per language for questions."""
     from ddp_doctor.reading.understand import understand
@@ -373,7 +383,7 @@ def measure_batch(kb, path: Path) -> dict:
             row["among"] += aspect or (item["fix"], item["aspect"]) in shown
             row["offered"] += bool(got.candidates)
     for item in data.get("sentences") or []:
-        family = item.get("family", "unfinished_reduction")
+        family = item.get("family") or family_quoted(kb, item["text"])
         ranked = rank(kb, item["text"], family)
         understood, near = read_both(kb, item["text"], exclude=False)
         got = retrieve.decide(understood, near, calibration)
