@@ -154,6 +154,39 @@ def test_a_hedge_lowers_the_confidence_below_use():
         # 没用到 is "unused", not "did not help"; 会影响…吗 asks whether it is safe
         ("把没参与计算的分支去掉，会影响模型加载权重吗？", ("remove_unused_module",), "safe"),
         ("把用不上的 head 删了以后还会报错吗", ("remove_unused_module",), "still_fails"),
+        # session 43: "removing"/"deleting" inflect; "that module" refers back to the unused one
+        ("Is removing that layer safer than keeping it?", ("remove_unused_module",), "safe"),
+        ("Does dropping the leftover head cost anything?", ("remove_unused_module",), "cost"),
+        # "stopped computing the <two words> output"; the 把 construction with 输出
+        (
+            "I stopped computing the depth head output and it still fails",
+            ("drop_unused_outputs",),
+            "still_fails",
+        ),
+        ("把没人用的那个输出从 forward 里删掉，有什么代价？", ("drop_unused_outputs",), "cost"),
+        # "how is A better than B" compares two fixes
+        (
+            "How is deleting the dead layers better than setting static_graph=True?",
+            ("remove_unused_module", "static_graph"),
+            "difference",
+        ),
+        # a dot inside code does not end the sentence: "p.grad is None", "named_parameters()"
+        (
+            "如果一直打印 p.grad is None 的参数，会拖慢训练吗？",
+            ("print_params_without_grad",),
+            "cost",
+        ),
+        (
+            "I printed params with grad None after backward() but DDP still complains",
+            ("print_params_without_grad",),
+            "still_fails",
+        ),
+        # "tie A and B weights" names weight tying; the fix tied before wrapping
+        (
+            "Why should we tie the encoder and decoder embeddings before DDP?",
+            ("tie_before_wrapping",),
+            "why",
+        ),
         # a comparison that names its other side asks the difference even with one fix named
         (
             "What is the difference between no_sync and just letting every backward sync?",
