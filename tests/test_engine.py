@@ -345,3 +345,20 @@ def test_the_cheap_advice_is_the_reports_advice(family):
             facts = {"family": family, **option.sets}
             cheap = [fix.id for fix in engine.advice(KB, None, facts)]
             assert cheap == [fix.id for fix in engine.diagnose(KB, None, facts).fixes], facts
+
+
+def test_frozen_layers_in_front_of_a_checkpoint_that_warns_point_at_the_checkpoint():
+    """A frozen embedding feeding reentrant checkpointing: the checkpoint's warning ("None of
+    the inputs have requires_grad=True") says where the gradients are lost, not the freezing."""
+    text = (
+        "The embeddings are frozen and every block after them is wrapped in checkpoint; "
+        "the log says None of the inputs have requires_grad=True"
+    )
+    facts = {"family": "unfinished_reduction"}
+    facts.update(engine.facts_from_text(KB, text))
+    assert facts["checkpoint_inputs_no_grad"] is True
+    ranked = engine.rank_causes(KB, facts)
+    assert ranked[0].id == "gradient_checkpointing"
+    # both make the checkpointing non-reentrant, the one change that trains these layers
+    first = engine.diagnose(KB, None, facts).fixes[0].id
+    assert first in {"checkpoint_non_reentrant", "find_unused_parameters_any_checkpointing"}
