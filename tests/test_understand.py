@@ -181,6 +181,17 @@ def test_a_hedge_lowers_the_confidence_below_use():
             ("print_params_without_grad",),
             "still_fails",
         ),
+        # the framework a "still fails" statement names says where the fix went: no set-up
+        (
+            "flag on in `DDP(model, find_unused_parameters=True)`, still crashes at step 3",
+            ("find_unused_parameters",),
+            "still_fails",
+        ),
+        (
+            "`DistributedDataParallel(net, find_unused_parameters=True)` 写上了，照样报错",
+            ("find_unused_parameters",),
+            "still_fails",
+        ),
         # "tie A and B weights" names weight tying; the fix tied before wrapping
         (
             "Why should we tie the encoder and decoder embeddings before DDP?",

@@ -537,9 +537,12 @@ def _what_is_asked(  # noqa: PLR0913
     # and True with gradient checkpointing").
     if not is_question and intent is not None:  # (a question keeps its intent: no work here)
         context = _context(lexicon, doc, intent)
-        about_the_fix = not _told_besides(
-            lexicon, doc, [r for r in found if r.id not in context], intent
-        ) and (
+        # a fix that "still fails" in a framework ("flag on in `DDP(...)`, still dies at step 2"):
+        # the framework says where the fix went, no set-up besides it
+        besides = _told_besides(lexicon, doc, [r for r in found if r.id not in context], intent)
+        if intent.aspect == "still_fails":
+            besides -= _WHERE_A_FIX_GOES
+        about_the_fix = not besides and (
             _says_what_is_asked(lexicon, doc, quoted)
             or (not found and not lexicon.error_report.spans(doc))  # the fix's name alone
         )
