@@ -181,6 +181,19 @@ def test_a_hedge_lowers_the_confidence_below_use():
             ("print_params_without_grad",),
             "still_fails",
         ),
+        # the two fixes said by what they do, which had no words of their own
+        (
+            "Why should I return the embeddings from forward instead of calling the head myself?",
+            ("loss_from_forward_outputs",),
+            "why",
+        ),
+        ("把 decoder 的调用挪进 forward 里，会变慢吗？", ("loss_from_forward_outputs",), "cost"),
+        (
+            "How can I tell which worker crashed first when eight logs are mixed together?",
+            ("read_first_rank_error",),
+            "framework",
+        ),
+        ("多机训练怎么看哪个 rank 最先挂的？", ("read_first_rank_error",), "framework"),
         # the framework a "still fails" statement names says where the fix went: no set-up
         (
             "flag on in `DDP(model, find_unused_parameters=True)`, still crashes at step 3",
