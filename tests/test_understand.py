@@ -194,6 +194,14 @@ def test_a_hedge_lowers_the_confidence_below_use():
             "framework",
         ),
         ("多机训练怎么看哪个 rank 最先挂的？", ("read_first_rank_error",), "framework"),
+        # tracing the loss back by hand, said in words; the probe by its nickname
+        (
+            "Why would tracing the loss back through the model help me here?",
+            ("trace_loss_graph",),
+            "why",
+        ),
+        ("从 loss 往回查计算图，这样排查有什么用？", ("trace_loss_graph",), "why"),
+        ("Is the single-process probe slow on a big model?", ("run_probe",), "cost"),
         # the framework a "still fails" statement names says where the fix went: no set-up
         (
             "flag on in `DDP(model, find_unused_parameters=True)`, still crashes at step 3",
