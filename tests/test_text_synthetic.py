@@ -73,3 +73,19 @@ def measured():
 def test_what_is_read_from_the_batches_does_not_fall(measured, batch, kind, measure, floor):
     row = measured[batch][(kind, "all", "all")]
     assert row[measure] / row["n"] >= floor, (batch, kind, measure, row[measure], row["n"])
+
+
+def test_a_batch_description_is_ranked_for_the_error_it_quotes(tmp_path):
+    """A blind writer labels the cause, not the error family: a description quoting PyTorch's
+    warning is ranked for that warning, as `ask` diagnoses it, not for the reduction error."""
+    batch = tmp_path / "batch.yaml"
+    text = (
+        "Each step the log repeats: find_unused_parameters=True was specified in DDP "
+        "constructor, but did not find any unused parameters in the forward pass."
+    )
+    item = {"text": text, "lang": "en", "cause": "needless_find_unused", "source": "test#s0"}
+    item["split"] = bench.split_for(item["source"], text)
+    batch.write_text(yaml.safe_dump({"sentences": [item]}), encoding="utf-8")
+    row = bench.measure_batch(KB, batch)[("sentences", "all", "all")]
+    assert row["top2"] == 1
+    assert bench.family_quoted(KB, "the loss goes down, then it stops") == "unfinished_reduction"
