@@ -65,9 +65,9 @@ def family_quoted(kb, text: str) -> str:
     warning's or another error's own words), as `ask` triages the text itself, else the usual
     one. A blind batch's writer labels the cause, not the family."""
     from ddp_doctor.reading.triage import triage_text
+    from ddp_doctor.talk.readers import family_told
 
-    found = triage_text(kb, text, "<bench>")
-    return found.facts["family"] if found.findings else "unfinished_reduction"
+    return family_told(kb, triage_text(kb, text, "<bench>"), {})
 
 
 def measure(kb, sentences, questions) -> dict:
