@@ -357,18 +357,22 @@ def report_both(lexicon, both) -> str:
 def measure_batch(kb, path: Path) -> dict:
     """A fresh batch measured alone (tests/fixtures/sentences/fresh_*.yaml): none of its items is
     an example, so nothing is left out. Per language: questions answered from the right entry
-    and aspect by the lexicon alone and by both readers, the right reading among the choices,
-    choices offered; descriptions with the settled cause in the top two (lexicon and leans +
-    engine), the same with no text read, and answered as a question by the examples."""
+    and aspect by the lexicon alone and by both readers (as `ask` reads them, since 2026-12-07),
+    the right reading among the choices, choices offered; descriptions with the settled cause in
+    the top two (lexicon and leans + engine), the same with no text read, and answered as a
+    question by the examples."""
     from ddp_doctor.reading import retrieve
+    from ddp_doctor.talk.readers import read_asked
 
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     calibration = retrieve.index_for(kb)[1]
     out: dict = defaultdict(lambda: defaultdict(int))
     for item in data.get("questions") or []:
-        understood, near = read_both(kb, item["text"], exclude=False)
+        understood, _ = read_both(kb, item["text"], exclude=False)
         alone = understood.intent is not None and item["fix"] in understood.intent.fixes
-        got = retrieve.decide(understood, near, calibration)
+        # both readers as `ask` answers: the asked sentence with what the rest of the post tells,
+        # and a warning the post quotes or tells (talk/readers.read_asked)
+        got = read_asked(kb, item["text"])
         intent = got.understood.intent
         entry = intent is not None and item["fix"] in intent.fixes
         aspect = entry and intent.aspect == item["aspect"]

@@ -695,6 +695,38 @@ def test_the_words_of_a_quoted_warning_do_not_say_what_is_asked(asked, aspect):
 
 
 @pytest.mark.parametrize(
+    ("text", "aspect"),
+    [
+        (
+            "PyTorch warns that find_unused_parameters=True did not find any unused parameters. "
+            "What does the flag do for me then?",
+            "why",
+        ),
+        (
+            "日志一直有 warning，说开了 find_unused_parameters=True 但没找到未使用的参数。"
+            "关了能快多少？",
+            "cost",
+        ),
+    ],
+)
+def test_the_warning_told_in_words_asks_about_what_it_advises(text, aspect):
+    """Told, not quoted: the fix asked about is the one the warning's diagnosis gives first
+    (turning the flag back off), not the flag its words name."""
+    data = ask_json(text)
+    assert data["kind"] == "answer", data
+    assert (data["fixes"], data["aspect"]) == (["disable_find_unused"], aspect), data
+
+
+def test_a_question_on_keeping_the_flag_beside_the_warning_is_answered_as_asked():
+    text = (
+        "The warning says find_unused_parameters found no unused parameters, but I have to keep "
+        "find_unused_parameters=True because the mask head only runs on some batches. Is it safe?"
+    )
+    data = ask_json(text)
+    assert "keep_find_unused" in data.get("fixes", []), data
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "Which file do I set find_unused_parameters in?",

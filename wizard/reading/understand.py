@@ -435,8 +435,9 @@ def understand(kb: KnowledgeBase, text: str, instructions: bool = True) -> Under
     fixes_named = _turned_off(lexicon, doc, asked.named, affirmed).fixes if asked.named else ()
     if intent is not None and intent.aspect != "still_fails":
         intent = _turned_off(lexicon, doc, intent, affirmed)
-        # "how do I set find_unused_parameters?" names the flag without saying it is on
-        found = [r for r in found if not set(r.facts) & set(intent.on_facts)]
+        # "how do I set find_unused_parameters?" names the flag without saying it is on; what
+        # else a reading says stays ("the warning says it found nothing unused": the warning)
+        found = _without(found, set(intent.on_facts))
     facts = _resolve(found)
     if (
         intent is not None
@@ -856,6 +857,18 @@ def _turned_off(lexicon: _Lexicon, doc: _Doc, intent: Intent, affirmed: list[Rea
         fixes=tuple(dict.fromkeys(by_id[t].fix for t in topics)),
         on_facts=on,
     )
+
+
+def _without(readings: list[Reading], keys: set[str]) -> list[Reading]:
+    """The readings with the facts `keys` taken out, those left saying nothing dropped."""
+    out = []
+    for r in readings:
+        kept = {k: v for k, v in r.facts.items() if k not in keys}
+        if len(kept) == len(r.facts):
+            out.append(r)
+        elif kept:
+            out.append(replace(r, facts=kept))
+    return out
 
 
 _UNSAID = object()  # a fact the reading does not hold (None could be a value)

@@ -155,7 +155,8 @@ def read_asked(kb, text: str, post: Post | None = None, asking: list[str] | None
 def about_a_quoted_warning(kb, got, text: str):
     """A question that quotes a known warning (a family of severity `warning` in
     signatures.yaml: "find_unused_parameters=True was specified in DDP constructor, but did not
-    find any unused parameters ... Is it normal?") asks about what the warning advises, not
+    find any unused parameters ... Is it normal?"), or tells it in words (a lexicon reading that
+    sets the family), asks about what the warning advises, not
     about the option its words name: the fix asked about becomes the first fix of the likeliest
     cause of the warning's diagnosis (there, turning the flag back off), with the aspect asked.
     The answer explains that fix; whether it is right for the model is the diagnosis's job."""
@@ -167,12 +168,19 @@ def about_a_quoted_warning(kb, got, text: str):
     from ..reading.triage import triage_text
 
     found = triage_text(kb, text, "<ask>")
+    facts = found.facts
     families = [kb.family(f.family) for f in found.findings]
+    told = got.understood.facts.get("family")
+    if not families and told is not None:
+        # the warning told in words ("the warning says it found no unused parameters")
+        families, facts = [kb.family(told)], {**got.understood.facts}
     if not families or any(f is None or f.severity != "warning" for f in families):
+        return got
+    if len(intent.fixes) > 1:  # "must I keep it?" names two fixes: answered as asked
         return got
     from ..reasoning.engine import rank_causes
 
-    causes = rank_causes(kb, found.facts)  # the likeliest cause only: no decision table
+    causes = rank_causes(kb, facts)  # the likeliest cause only: no decision table
     fixes = causes[0].cause.fixes if causes else ()
     if not fixes or fixes[0] == intent.fixes[0]:
         return got
