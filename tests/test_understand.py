@@ -430,6 +430,63 @@ def test_a_hedge_lowers_the_confidence_below_use():
             ("keep_find_unused", "find_unused_parameters"),
             "why",
         ),
+        # session 44: the unused module before its verb, `delete self.x`, "keep it on" and
+        # 继续开着, "part of the total", 辅助分类器, "stopping … from being computed", grad 是
+        # None 的 … 打印, 改成 forward 直接返回, 它的 probe, FUP, use_reentrant 也改成 False, 有
+        # 对应的开关, and a question mark mid-text ("wrong place? we launch with torchrun")
+        ("没用到的模块直接删掉，会不会影响加载旧的权重？", ("remove_unused_module",), "safe"),
+        ("Is it safe to delete self.old_head from __init__?", ("remove_unused_module",), "safe"),
+        (
+            "我们得继续开着 find_unused_parameters，这样会慢多少？",
+            ("keep_find_unused", "find_unused_parameters"),
+            "cost",
+        ),
+        (
+            "If we keep the flag on for the MoE layers, how slow is that?",
+            ("keep_find_unused",),
+            "cost",
+        ),
+        (
+            "Why does DDP care whether the depth loss is part of the total?",
+            ("include_all_task_losses",),
+            "why",
+        ),
+        (
+            "想让 inception 训练时不算辅助分类器，有对应的开关吗？",
+            ("drop_unused_outputs",),
+            "framework",
+        ),
+        (
+            "Does stopping the aux head from being computed change accuracy?",
+            ("drop_unused_outputs",),
+            "safe",
+        ),
+        (
+            "把 grad 是 None 的参数都打印出来了，还是报错，为什么？",
+            ("print_params_without_grad",),
+            "still_fails",
+        ),
+        (
+            "改成 forward 直接返回特征以后还是报错，为什么？",
+            ("loss_from_forward_outputs",),
+            "still_fails",
+        ),
+        (
+            "它的 probe 和 TORCH_DISTRIBUTED_DEBUG=INFO 有什么区别？",
+            ("run_probe", "enable_debug_names"),
+            "difference",
+        ),
+        ("Does FUP slow training down?", ("find_unused_parameters",), "cost"),
+        (
+            "开了 find_unused_parameters，又把 use_reentrant 也改成 False，会影响精度吗？",
+            ("find_unused_parameters_any_checkpointing",),
+            "safe",
+        ),
+        (
+            "I set TORCH_DISTRIBUTED_DEBUG=INFO at the top of train.py but the error still lists `Parameter indices which did not receive grad for rank 0: 3 4` only. wrong place? we launch with torchrun",
+            ("enable_debug_names",),
+            "still_fails",
+        ),
     ],
 )
 def test_questions_about_the_knowledge_base(text, fixes, aspect):

@@ -824,8 +824,14 @@ def _is_question(lexicon: _Lexicon, text: str) -> bool:
         return True
     if len(stripped) > 300:  # a paragraph about a setup, not a question
         return False
+    if _ASKED_MIDWAY.search(stripped):  # "did I put it in the wrong spot? we use torchrun"
+        return True
     doc = _Doc(stripped)
     return lexicon.question_start.first(doc) == 0 or bool(lexicon.question.spans(doc))
+
+
+# a question mark that ends a sentence inside the text (not `?a=b` in a URL)
+_ASKED_MIDWAY = re.compile(r"[?？](?=\s|$)")
 
 
 def _turned_off(lexicon: _Lexicon, doc: _Doc, intent: Intent, affirmed: list[Reading]) -> Intent:
