@@ -487,6 +487,30 @@ def test_a_hedge_lowers_the_confidence_below_use():
             ("enable_debug_names",),
             "still_fails",
         ),
+        # session 44, second round: "stop running the extra head", 不算这个输出, "deleting the
+        # unused `self.x`", 没进总 loss, "are the gradients really identical", "turn it off"
+        (
+            "If I stop running the extra head nobody uses, is training faster?",
+            ("drop_unused_outputs",),
+            "cost",
+        ),
+        ("有人说不算这个输出就好了，为什么？", ("drop_unused_outputs",), "why"),
+        (
+            "Is deleting the unused `self.decoder_old` safe for loading old checkpoints?",
+            ("remove_unused_module",),
+            "safe",
+        ),
+        ("深度 loss 没进总 loss，要怎么写才能加进去？", ("include_all_task_losses",), "framework"),
+        (
+            "After switching to one backward, are the gradients really identical?",
+            ("sum_losses_single_backward",),
+            "safe",
+        ),
+        (
+            "find_unused_parameters: how do I turn it off in fairseq?",
+            ("disable_find_unused",),
+            "framework",
+        ),
     ],
 )
 def test_questions_about_the_knowledge_base(text, fixes, aspect):
