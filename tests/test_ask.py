@@ -717,6 +717,33 @@ def test_the_warning_told_in_words_asks_about_what_it_advises(text, aspect):
     assert (data["fixes"], data["aspect"]) == (["disable_find_unused"], aspect), data
 
 
+@pytest.mark.parametrize(
+    ("text", "fixes"),
+    [
+        (
+            "有人建议我只用 forward 的返回值算 loss。这跟直接开 find_unused_parameters 比有啥区别？",
+            {"loss_from_forward_outputs", "find_unused_parameters"},
+        ),
+        (
+            "The tool says to run its probe on one process. Is this different from setting "
+            "TORCH_DISTRIBUTED_DEBUG=INFO?",
+            {"run_probe", "enable_debug_names"},
+        ),
+    ],
+)
+def test_a_comparison_pointing_back_compares_with_the_fix_named_before(text, fixes):
+    """ "这跟 X 比": one side is the fix the sentence before names."""
+    data = ask_json(text)
+    assert data["kind"] == "answer" and data["aspect"] == "difference", data
+    assert set(data["fixes"]) == fixes, data
+
+
+def test_a_comparison_not_pointing_back_keeps_to_its_own_sentence():
+    text = "I turned on find_unused_parameters=True. What is the difference between static_graph=True and _set_static_graph()?"
+    data = ask_json(text)
+    assert "find_unused_parameters" not in data.get("fixes", []), data
+
+
 def test_a_question_on_keeping_the_flag_beside_the_warning_is_answered_as_asked():
     text = (
         "The warning says find_unused_parameters found no unused parameters, but I have to keep "

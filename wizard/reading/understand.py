@@ -247,6 +247,7 @@ class _Lexicon:
     problem: _Words
     other_error: _Words
     it_off: _Words
+    points_back: _Words
     topics: tuple[_Topic, ...]
     aspects: tuple[_Aspect, ...]
 
@@ -269,6 +270,7 @@ _CUE_LISTS = (
     "problem",
     "other_error",
     "it_off",
+    "points_back",
 )
 
 
@@ -832,6 +834,12 @@ def _is_question(lexicon: _Lexicon, text: str) -> bool:
 
 # a question mark that ends a sentence inside the text (not `?a=b` in a URL)
 _ASKED_MIDWAY = re.compile(r"[?？](?=\s|$)")
+
+
+def points_back(kb: KnowledgeBase, sentence: str) -> bool:
+    """Whether a sentence opens by pointing back at the one before it ("这和直接开 X 比有啥区别？",
+    "How does that compare with X?"): lexicon.yaml `points_back`."""
+    return _compile(kb).points_back.first(_Doc(sentence.strip())) == 0
 
 
 def _turned_off(lexicon: _Lexicon, doc: _Doc, intent: Intent, affirmed: list[Reading]) -> Intent:

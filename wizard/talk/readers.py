@@ -111,12 +111,30 @@ def asked_sentence(kb, post: Post, asking: list[str]) -> str | None:
         # within the sentences looked at for questions: a post repeating one question 2,000
         # times would otherwise read every copy (all of them "in asking")
         looked_at = post.sentences[:MAX_SENTENCES]
-        for after in looked_at[looked_at.index(sentence) + 1 :]:
+        at = looked_at.index(sentence) if sentence in looked_at else 0
+        if at and _compares_with_the_one_before(kb, sentence, looked_at[at - 1], named):
+            read.insert(0, looked_at[at - 1])
+        for after in looked_at[at + 1 :]:
             if after not in asking or fixes_named(after) not in ((), named):
                 break
             read.append(after)
         return " ".join(read)
     return None
+
+
+def _compares_with_the_one_before(kb, sentence: str, before: str, named) -> bool:
+    """ "Move the projector call into forward. How does this compare with just turning on
+    find_unused_parameters?": a comparison naming one fix and opening by pointing back compares
+    it with a fix the sentence before names."""
+    from ..reading.understand import points_back, understand
+
+    intent = understand(kb, sentence).intent
+    if intent is None or intent.aspect != "difference" or len(named) != 1:
+        return False
+    if not points_back(kb, sentence):
+        return False
+    earlier = understand(kb, before).intent
+    return earlier is not None and bool(set(earlier.fixes) - set(named))
 
 
 def with_context(got, told: Mapping[str, Any]):
