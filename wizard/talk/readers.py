@@ -174,10 +174,10 @@ def about_a_quoted_warning(kb, got, text: str):
     """A question that quotes a known warning (a family of severity `warning` in
     signatures.yaml: "find_unused_parameters=True was specified in DDP constructor, but did not
     find any unused parameters ... Is it normal?"), or tells it in words (a lexicon reading that
-    sets the family), asks about what the warning advises, not
-    about the option its words name: the fix asked about becomes the first fix of the likeliest
-    cause of the warning's diagnosis (there, turning the flag back off), with the aspect asked.
-    The answer explains that fix; whether it is right for the model is the diagnosis's job."""
+    sets the family), asks about what the warning advises, not about the option its words name:
+    the fix asked about becomes the first fix of the likeliest cause of the warning's diagnosis
+    (there, turning the flag back off), with the aspect asked. The answer explains that fix;
+    whether it is right for the model is the diagnosis's job."""
     from dataclasses import replace
 
     intent = got.understood.intent
