@@ -511,6 +511,14 @@ def test_a_hedge_lowers_the_confidence_below_use():
             ("disable_find_unused",),
             "framework",
         ),
+        # "how do I turn <the option> off", 在哪删
+        (
+            "HF Trainer question: how do I turn find_unused_parameters off?",
+            ("disable_find_unused",),
+            "framework",
+        ),
+        ("How can we switch static_graph=True back off?", ("static_graph",), "framework"),
+        ("没用到的模块应该在哪删？", ("remove_unused_module",), "framework"),
     ],
 )
 def test_questions_about_the_knowledge_base(text, fixes, aspect):
