@@ -111,7 +111,7 @@ def asked_sentence(kb, post: Post, asking: list[str]) -> str | None:
         # within the sentences looked at for questions: a post repeating one question 2,000
         # times would otherwise read every copy (all of them "in asking")
         looked_at = post.sentences[:MAX_SENTENCES]
-        at = looked_at.index(sentence) if sentence in looked_at else 0
+        at = looked_at.index(sentence)
         if at and _compares_with_the_one_before(kb, sentence, looked_at[at - 1], named):
             read.insert(0, looked_at[at - 1])
         for after in looked_at[at + 1 :]:
@@ -128,10 +128,11 @@ def _compares_with_the_one_before(kb, sentence: str, before: str, named) -> bool
     it with a fix the sentence before names."""
     from ..reading.understand import points_back, understand
 
-    intent = understand(kb, sentence).intent
-    if intent is None or intent.aspect != "difference" or len(named) != 1:
+    # the cheap tests first: most asked sentences name one fix and point nowhere
+    if len(named) != 1 or not points_back(kb, sentence):
         return False
-    if not points_back(kb, sentence):
+    intent = understand(kb, sentence).intent
+    if intent is None or intent.aspect != "difference":
         return False
     earlier = understand(kb, before).intent
     return earlier is not None and bool(set(earlier.fixes) - set(named))
@@ -181,7 +182,8 @@ def about_a_quoted_warning(kb, got, text: str):
     from dataclasses import replace
 
     intent = got.understood.intent
-    if intent is None or not intent.fixes:
+    # two fixes named ("must I keep it?") are answered as asked: no need to read the warning
+    if intent is None or not intent.fixes or len(intent.fixes) > 1:
         return got
     from ..reading.triage import triage_text
 
@@ -191,10 +193,8 @@ def about_a_quoted_warning(kb, got, text: str):
     told = got.understood.facts.get("family")
     if not families and told is not None:
         # the warning told in words ("the warning says it found no unused parameters")
-        families, facts = [kb.family(told)], {**got.understood.facts}
+        families, facts = [kb.family(told)], got.understood.facts
     if not families or any(f is None or f.severity != "warning" for f in families):
-        return got
-    if len(intent.fixes) > 1:  # "must I keep it?" names two fixes: answered as asked
         return got
     from ..reasoning.engine import rank_causes
 
